@@ -1,0 +1,53 @@
+# pmsim: `make demo` and `make test` work on a fresh machine with Python 3.11+ and a C compiler.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP_DEMO := $(VENV)/.installed-demo
+STAMP_TEST := $(VENV)/.installed-test
+PYTEST_ARGS ?=
+
+.PHONY: demo test sanitize lint bench fuzz-long clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+$(STAMP_DEMO): $(PY) pyproject.toml setup.py
+	$(PIP) install --quiet -e .
+	touch $@
+
+$(STAMP_TEST): $(PY) pyproject.toml setup.py
+	$(PIP) install --quiet -e ".[test]"
+	touch $@ $(STAMP_DEMO)
+
+# The C core is rebuilt in place whenever its sources change (an editable install does not).
+CORE := pmsim/cache/.core-built
+$(CORE): $(wildcard pmsim/cache/csrc/*) pmsim/cache/_build.py pmsim/cache/stamp.py
+	$(PY) setup.py -q build_ext --inplace 2>&1 | grep -v -i "warning\|deprecat\|^\s*$$\|\*\*\*\|!!" || true
+	touch $@
+
+demo: $(STAMP_DEMO) $(CORE)
+	$(PY) -m pmsim demo
+
+test: $(STAMP_TEST) $(CORE)
+	$(PY) -m ruff check pmsim crashfuzz tests benchmarks
+	$(MAKE) --no-print-directory sanitize
+	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
+
+# Rebuild the C core with AddressSanitizer + UBSan in a scratch copy and run the C-core tests
+# against it (the sanitizer runtime is preloaded into the Python process).
+sanitize: $(STAMP_TEST)
+	@bash tools/sanitize.sh $(PY)
+
+lint: $(STAMP_TEST)
+	$(PY) -m ruff check pmsim crashfuzz tests benchmarks
+
+bench: $(STAMP_TEST) $(CORE)
+	$(PY) benchmarks/run_all.py
+
+fuzz-long: $(STAMP_TEST)
+	$(PY) -m pytest -q --runslow -m slow
+
+clean:
+	rm -rf $(VENV) build *.egg-info pmsim/cache/_pmcore*.so pmsim/cache/_pmcore.c

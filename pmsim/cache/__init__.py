@@ -1,0 +1,1 @@
+"""Caches, the persistence tracker and the C core that runs their hot paths."""

@@ -1,0 +1,39 @@
+"""Exceptions that carry a message a user can act on."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class PmsimError(Exception):
+    """Base class of every error pmsim raises on purpose."""
+
+
+class ConfigError(PmsimError, ValueError):
+    """A configuration value, preset name or config file is invalid."""
+
+
+class UnknownNameError(ConfigError, KeyError):
+    """A name (preset, runtime, workload, mutant...) is not registered."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class TraceError(PmsimError, ValueError):
+    """A persistence trace or PM image is malformed."""
+
+
+class BuildError(PmsimError, ImportError):
+    """The C core is missing or stale."""
+
+
+def unknown(kind: str, name: str, known: Iterable[str]) -> UnknownNameError:
+    """Build an error for an unknown name, suggesting the closest registered ones."""
+    known = sorted(known)
+    close = difflib.get_close_matches(name, known, n=3)
+    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    return UnknownNameError(
+        f"unknown {kind} {name!r}.{hint} Known {kind}s: {', '.join(known)}."
+    )

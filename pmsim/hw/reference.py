@@ -1,0 +1,475 @@
+"""The pure-Python machine engine: caches, coherence, WPQ, media, trace, statistics.
+
+This is the executable specification of the timed machine. The C core (``pmsim/cache/csrc``)
+implements exactly the same rules, operation for operation and in the same floating-point
+order, so that both backends produce identical statistics and traces (tests/hw/test_differential.py).
+
+Rules, in brief (times in ns, each thread has its own clock):
+
+* Caches: per-core L1 and L2 and a shared LLC; write-back, write-allocate, LRU; not inclusive.
+  A miss fills the line into every level above the one that hit (LLC, then L2, then L1), each
+  fill possibly evicting that level's LRU line; a dirty victim is written to the next level
+  (L1 -> L2 -> LLC -> memory). A write invalidates the line in other cores' private caches; a
+  read that misses the private caches downgrades dirty copies in other cores (to the LLC).
+* Latency of an access: the hit level's latency, or LLC latency + media read latency; plus
+  ``snoop_ns`` when another core's copy was involved. Loads cost their latency. Stores cost
+  ``store_ns`` on an L1 hit and the access latency on a miss (read-for-ownership).
+* A dirty PM line written back (evicted from the LLC, flushed, or displaced by movnt) arrives
+  at the WPQ ``to_wpq_ns`` later. The WPQ holds the last ``wpq_entries`` inserts; an insert
+  waits for the entry inserted ``wpq_entries`` earlier to drain (FIFO slots). Draining takes
+  ``write_ns`` on bank ``line % banks``. An eviction that finds the WPQ full stalls its thread.
+* clwb/clflushopt write a dirty line back asynchronously: the next fence of the thread waits
+  until the WPQ accepted it. clflush waits for it at once. movnt bypasses the caches like a
+  flushed store. pcommit (PDOM-0 only) makes the next fence wait until the WPQ has drained.
+* ``persist_barrier``: PDOM-0 ``sfence; pcommit; sfence``, PDOM-1 ``sfence``, PDOM-2 nothing.
+  In 'fixed' barrier mode its fences cost nothing and the barrier costs ``barrier_ns``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..cache.lru import CacheArray
+from ..config import LINE, MachineConfig
+from ..errors import ConfigError
+from ..stats import STATS_DTYPE
+from ..trace import TRACE_DTYPE, Ev
+
+# op codes of the batch interface (shared with the C core)
+OP_LOAD, OP_STORE, OP_NTSTORE, OP_CLFLUSH, OP_CLFLUSHOPT, OP_CLWB = 0, 1, 2, 3, 4, 5
+OP_SFENCE, OP_MFENCE, OP_PCOMMIT, OP_CAS, OP_XCHG, OP_WORK, OP_MARK, OP_PB = (
+    6, 7, 8, 9, 10, 11, 12, 13)
+
+BATCH_DTYPE = np.dtype([("op", "u1"), ("pad", "u1"), ("tid", "u2"), ("aux", "u4"),
+                        ("addr", "u8"), ("value", "u8"), ("arg", "u8")])
+"""One operation of a batch: ``arg`` is CAS's new value, work's ns (float bits) or unused."""
+
+_WB_EVICT, _WB_FLUSH, _WB_NT = 0, 1, 2
+
+
+class Memory:
+    """The functional contents of every region: 8-byte words in NumPy arrays."""
+
+    def __init__(self, cfg: MachineConfig) -> None:
+        self.regions = sorted(cfg.regions, key=lambda r: r.base)
+        self.arrays = [np.zeros(r.size // 8, dtype=np.uint64) for r in self.regions]
+        pm = cfg.pm_region
+        self.pm_index = self.regions.index(pm)
+        self.pm_base, self.pm_end = pm.base, pm.end
+
+    def locate(self, addr: int) -> tuple[int, int]:
+        """(region index, word index) of an 8-byte aligned address, or a clear error."""
+        if addr & 7:
+            raise ConfigError(f"address {addr:#x} is not 8-byte aligned; pmsim accesses "
+                              "8-byte atoms (use store_bytes for other sizes)")
+        for i, r in enumerate(self.regions):
+            if r.base <= addr < r.end:
+                return i, (addr - r.base) >> 3
+        raise ConfigError(f"address {addr:#x} is outside every region of the address map "
+                          f"({', '.join(f'{r.name}=[{r.base:#x},{r.end:#x})' for r in self.regions)})")
+
+    def is_pm(self, addr: int) -> bool:
+        return self.pm_base <= addr < self.pm_end
+
+    @property
+    def pm(self) -> np.ndarray:
+        return self.arrays[self.pm_index]
+
+
+class PyEngine:
+    """The reference engine. Every method takes the thread id first."""
+
+    backend = "python"
+
+    def __init__(self, cfg: MachineConfig) -> None:
+        self.cfg = cfg
+        c = cfg.cache
+        self.l1 = [CacheArray(c.l1.sets, c.l1.ways) for _ in range(cfg.cores)]
+        self.l2 = [CacheArray(c.l2.sets, c.l2.ways) for _ in range(cfg.cores)]
+        self.llc = CacheArray(c.llc.sets, c.llc.ways)
+        self.mem = Memory(cfg)
+        self.stats = np.zeros(cfg.cores, dtype=STATS_DTYPE)
+        self.clock = [0.0] * cfg.cores
+        self.pending = [0.0] * cfg.cores  # latest WPQ acceptance a fence must wait for
+        self.pcommit_wait = [0.0] * cfg.cores  # drain time a fence must wait for (PDOM-0)
+        self.in_fixed_pb = [False] * cfg.cores
+        n = cfg.pm.wpq_entries
+        self.wpq_ring = [0.0] * n
+        self.wpq_idx = 0
+        self.bank_free = [0.0] * cfg.pm.banks
+        self._trace: list[tuple] = []
+
+    # -- trace ---------------------------------------------------------------------------------
+    def _emit(self, kind: int, tid: int, aux: int, addr: int, value: int) -> None:
+        self._trace.append((kind, 0, tid, aux, addr, value, self.clock[tid]))
+
+    def trace(self) -> np.ndarray:
+        return np.array(self._trace, dtype=TRACE_DTYPE)
+
+    def reset_trace(self) -> None:
+        self._trace.clear()
+
+    def trace_len(self) -> int:
+        return len(self._trace)
+
+    # -- memory system -------------------------------------------------------------------------
+    def _wpq_insert(self, tid: int, arrive: float, line: int) -> float:
+        """Insert a line write into the WPQ; return the time it was accepted."""
+        pm = self.cfg.pm
+        n = pm.wpq_entries
+        oldest = self.wpq_ring[self.wpq_idx]
+        accept = arrive if arrive >= oldest else oldest
+        bank = line % pm.banks
+        start = accept if accept >= self.bank_free[bank] else self.bank_free[bank]
+        done = start + pm.write_ns
+        self.bank_free[bank] = done
+        self.wpq_ring[self.wpq_idx] = done
+        self.wpq_idx = (self.wpq_idx + 1) % n
+        occ = 0
+        for x in self.wpq_ring:
+            if x > accept:
+                occ += 1
+        st = self.stats[tid]
+        st["wpq_inserts"] += 1
+        st["wpq_occ_sum"] += occ
+        if occ > st["wpq_occ_max"]:
+            st["wpq_occ_max"] = occ
+        st["pm_write_bytes"] += LINE
+        return accept
+
+    def _write_back_memory(self, tid: int, line: int, cause: int) -> float:
+        """A dirty line leaves the caches; return the WPQ acceptance time (0 for DRAM)."""
+        addr = line * LINE
+        st = self.stats[tid]
+        if self.mem.is_pm(addr):
+            arrive = self.clock[tid] + self.cfg.pm.to_wpq_ns
+            accept = self._wpq_insert(tid, arrive, line)
+            done = self.wpq_ring[(self.wpq_idx - 1) % self.cfg.pm.wpq_entries]
+            self._emit(Ev.WB, tid, cause, addr, int(round(done * 1000)))
+            return accept
+        st["dram_write_bytes"] += LINE
+        return 0.0
+
+    def _evict_to(self, tid: int, level: int, line: int) -> None:
+        """Write a dirty victim of level ``level`` (1 L1, 2 L2, 3 LLC) to the next level."""
+        core = tid
+        if level == 3:
+            self.stats[tid]["writebacks"] += 1
+            accept = self._write_back_memory(tid, line, _WB_EVICT)
+            arrive = self.clock[tid] + self.cfg.pm.to_wpq_ns
+            if accept > arrive:
+                stall = accept - arrive
+                self.stats[tid]["wpq_stall_ns"] += stall
+                self.clock[tid] += stall
+            return
+        nxt = self.l2[core] if level == 1 else self.llc
+        e = nxt.lookup(line)
+        if e is not None:
+            e[0] = 1
+            return
+        victim = nxt.insert(line, True)
+        if victim is not None and victim[1]:
+            self._evict_to(tid, level + 1, victim[0])
+
+    def _fill(self, tid: int, level: int, line: int) -> None:
+        """Insert a clean copy of ``line`` into level ``level`` (1, 2 or 3)."""
+        cache = self.l1[tid] if level == 1 else self.l2[tid] if level == 2 else self.llc
+        victim = cache.insert(line, False)
+        if victim is not None and victim[1]:
+            self._evict_to(tid, level, victim[0])
+
+    def _access(self, tid: int, line: int, write: bool) -> tuple[float, int]:
+        """Run one access through the hierarchy; return (latency, level that hit: 1-4)."""
+        cfg = self.cfg
+        st = self.stats[tid]
+        l1, l2 = self.l1[tid], self.l2[tid]
+        lat = 0.0
+        e = l1.lookup(line)
+        if e is not None:
+            l1.touch(e)
+            st["l1_hits"] += 1
+            level = 1
+            lat = cfg.cache.l1.latency_ns
+        else:
+            st["l1_misses"] += 1
+            e = l2.lookup(line)
+            if e is not None:
+                l2.touch(e)
+                st["l2_hits"] += 1
+                level = 2
+                lat = cfg.cache.l2.latency_ns
+            else:
+                st["l2_misses"] += 1
+                # a read missing the private caches downgrades dirty copies elsewhere
+                if not write and self._snoop_downgrade(tid, line):
+                    st["snoops"] += 1
+                    lat += cfg.costs.snoop_ns
+                e = self.llc.lookup(line)
+                if e is not None:
+                    self.llc.touch(e)
+                    st["llc_hits"] += 1
+                    level = 3
+                    lat += cfg.cache.llc.latency_ns
+                else:
+                    st["llc_misses"] += 1
+                    level = 4
+                    addr = line * LINE
+                    if self.mem.is_pm(addr):
+                        lat += cfg.cache.llc.latency_ns + cfg.pm.read_ns
+                        st["pm_read_bytes"] += LINE
+                    else:
+                        lat += cfg.cache.llc.latency_ns + cfg.dram.latency_ns
+                        st["dram_read_bytes"] += LINE
+                    self._fill(tid, 3, line)
+                self._fill(tid, 2, line)
+            self._fill(tid, 1, line)
+        if write:
+            if self._snoop_invalidate(tid, line):
+                st["snoops"] += 1
+                lat += cfg.costs.snoop_ns
+            self.l1[tid].lookup(line)[0] = 1  # type: ignore[index]
+        return lat, level
+
+    def _snoop_downgrade(self, tid: int, line: int) -> bool:
+        hit = False
+        for d in range(self.cfg.cores):
+            if d == tid:
+                continue
+            for cache in (self.l1[d], self.l2[d]):
+                e = cache.lookup(line)
+                if e is not None and e[0]:
+                    e[0] = 0
+                    hit = True
+        if hit:
+            e = self.llc.lookup(line)
+            if e is not None:
+                e[0] = 1
+            else:
+                victim = self.llc.insert(line, True)
+                if victim is not None and victim[1]:
+                    self._evict_to(tid, 3, victim[0])
+        return hit
+
+    def _snoop_invalidate(self, tid: int, line: int) -> bool:
+        hit = False
+        for d in range(self.cfg.cores):
+            if d == tid:
+                continue
+            for cache in (self.l1[d], self.l2[d]):
+                if cache.remove(line) is not None:
+                    hit = True
+        return hit
+
+    def _flush_line(self, tid: int, line: int, invalidate: bool, cause: int) -> float:
+        """Clean (and optionally drop) every copy; write back once if any copy was dirty.
+
+        Returns the WPQ acceptance time, or -1.0 when nothing was written back.
+        """
+        dirty = False
+        caches = [*self.l1, *self.l2, self.llc]
+        for cache in caches:
+            e = cache.lookup(line)
+            if e is not None:
+                if e[0]:
+                    dirty = True
+                    e[0] = 0
+                if invalidate:
+                    cache.remove(line)
+        if not dirty:
+            return -1.0
+        return self._write_back_memory(tid, line, cause)
+
+    # -- instructions --------------------------------------------------------------------------
+    def load(self, tid: int, addr: int) -> int:
+        r, w = self.mem.locate(addr)
+        lat, _ = self._access(tid, addr >> 6, False)
+        self.clock[tid] += lat
+        self.stats[tid]["loads"] += 1
+        return int(self.mem.arrays[r][w])
+
+    def store(self, tid: int, addr: int, value: int) -> None:
+        r, w = self.mem.locate(addr)
+        lat, level = self._access(tid, addr >> 6, True)
+        self.clock[tid] += self.cfg.costs.store_ns if level == 1 else lat
+        self.stats[tid]["stores"] += 1
+        self.mem.arrays[r][w] = value
+        if r == self.mem.pm_index:
+            self._emit(Ev.STORE, tid, 0, addr, value)
+
+    def ntstore(self, tid: int, addr: int, value: int) -> None:
+        r, w = self.mem.locate(addr)
+        line = addr >> 6
+        self._flush_line(tid, line, True, _WB_NT)
+        self.clock[tid] += self.cfg.costs.store_ns
+        self.stats[tid]["ntstores"] += 1
+        self.mem.arrays[r][w] = value
+        if r == self.mem.pm_index:
+            self._emit(Ev.NTSTORE, tid, 0, addr, value)
+            arrive = self.clock[tid] + self.cfg.pm.to_wpq_ns
+            accept = self._wpq_insert(tid, arrive, line)
+            if accept > self.pending[tid]:
+                self.pending[tid] = accept
+        else:
+            self.stats[tid]["dram_write_bytes"] += 8
+
+    def _flush(self, tid: int, addr: int, kind: Ev) -> None:
+        r, _ = self.mem.locate(addr & ~7)
+        line = addr >> 6
+        self.clock[tid] += self.cfg.costs.flush_ns
+        st = self.stats[tid]
+        st[kind.name.lower()] += 1
+        is_pm = r == self.mem.pm_index
+        if is_pm:
+            self._emit(kind, tid, 0, line * LINE, 0)
+        accept = self._flush_line(tid, line, kind != Ev.CLWB, _WB_FLUSH)
+        if accept < 0.0:
+            return
+        if kind == Ev.CLFLUSH:
+            if accept > self.clock[tid]:
+                self.clock[tid] = accept
+        elif accept > self.pending[tid]:
+            self.pending[tid] = accept
+
+    def clflush(self, tid: int, addr: int) -> None:
+        self._flush(tid, addr, Ev.CLFLUSH)
+
+    def clflushopt(self, tid: int, addr: int) -> None:
+        self._flush(tid, addr, Ev.CLFLUSHOPT)
+
+    def clwb(self, tid: int, addr: int) -> None:
+        self._flush(tid, addr, Ev.CLWB)
+
+    def _fence_wait(self, tid: int) -> None:
+        """Wait for this thread's outstanding flushes (and a pending pcommit)."""
+        target = self.pending[tid]
+        if self.pcommit_wait[tid] > target:
+            target = self.pcommit_wait[tid]
+        self.pending[tid] = 0.0
+        self.pcommit_wait[tid] = 0.0
+        if self.in_fixed_pb[tid]:
+            return
+        wait = target - self.clock[tid]
+        if wait > 0.0:
+            self.clock[tid] += wait
+            self.stats[tid]["barrier_stall_ns"] += wait
+
+    def sfence(self, tid: int) -> None:
+        if not self.in_fixed_pb[tid]:
+            self.clock[tid] += self.cfg.costs.fence_ns
+        self._fence_wait(tid)
+        self.stats[tid]["sfence"] += 1
+        self._emit(Ev.SFENCE, tid, 0, 0, 0)
+
+    def mfence(self, tid: int) -> None:
+        if not self.in_fixed_pb[tid]:
+            self.clock[tid] += self.cfg.costs.fence_ns
+        self._fence_wait(tid)
+        self.stats[tid]["mfence"] += 1
+        self._emit(Ev.MFENCE, tid, 0, 0, 0)
+
+    def pcommit(self, tid: int) -> None:
+        if not self.in_fixed_pb[tid]:
+            self.clock[tid] += self.cfg.costs.pcommit_ns
+        self.stats[tid]["pcommit"] += 1
+        if self.cfg.domain == "pdom0":
+            drain = max(self.bank_free)
+            if drain > self.pcommit_wait[tid]:
+                self.pcommit_wait[tid] = drain
+        self._emit(Ev.PCOMMIT, tid, 0, 0, 0)
+
+    def _rmw(self, tid: int, addr: int, expected: int | None, value: int) -> int:
+        r, w = self.mem.locate(addr)
+        self.clock[tid] += self.cfg.costs.rmw_ns
+        self._fence_wait(tid)
+        lat, level = self._access(tid, addr >> 6, True)
+        self.clock[tid] += lat
+        self.stats[tid]["rmws"] += 1
+        old = int(self.mem.arrays[r][w])
+        stored = expected is None or old == expected
+        if stored:
+            self.mem.arrays[r][w] = value
+        if r == self.mem.pm_index:
+            self._emit(Ev.RMW, tid, 1 if stored else 0, addr, value if stored else old)
+        else:
+            self._emit(Ev.RMW, tid, 0, 0, 0)
+        return old
+
+    def cas(self, tid: int, addr: int, expected: int, new: int) -> int:
+        """Compare-and-swap; returns the old value (the swap happened iff it equals expected)."""
+        return self._rmw(tid, addr, expected, new)
+
+    def xchg(self, tid: int, addr: int, value: int) -> int:
+        return self._rmw(tid, addr, None, value)
+
+    def work(self, tid: int, ns: float) -> None:
+        self.clock[tid] += ns
+        self.stats[tid]["work_ns"] += ns
+
+    def mark(self, tid: int, code: int, value: int) -> None:
+        self._emit(Ev.MARK, tid, code, 0, value)
+
+    def persist_barrier(self, tid: int) -> None:
+        cfg = self.cfg
+        self.stats[tid]["persist_barriers"] += 1
+        fixed = cfg.barrier == "fixed"
+        if fixed:
+            self.in_fixed_pb[tid] = True
+        if cfg.domain == "pdom0":
+            self.sfence(tid)
+            self.pcommit(tid)
+            self.sfence(tid)
+        elif cfg.domain == "pdom1":
+            self.sfence(tid)
+        if fixed:
+            self.in_fixed_pb[tid] = False
+            self.clock[tid] += cfg.barrier_ns
+            self.stats[tid]["barrier_stall_ns"] += cfg.barrier_ns
+
+    # -- clocks, stats, batches ----------------------------------------------------------------
+    def get_clock(self, tid: int) -> float:
+        return self.clock[tid]
+
+    def set_clock(self, tid: int, t: float) -> None:
+        self.clock[tid] = t
+
+    def get_stats(self) -> np.ndarray:
+        out = self.stats.copy()
+        out["time_ns"] = self.clock
+        return out
+
+    def run_batch(self, ops: np.ndarray) -> np.ndarray:
+        """Run a batch of BATCH_DTYPE operations; return the loaded/old values (0 otherwise)."""
+        out = np.zeros(len(ops), dtype=np.uint64)
+        for i, o in enumerate(ops.tolist()):
+            op, _, tid, aux, addr, value, arg = o
+            if op == OP_LOAD:
+                out[i] = self.load(tid, addr)
+            elif op == OP_STORE:
+                self.store(tid, addr, value)
+            elif op == OP_NTSTORE:
+                self.ntstore(tid, addr, value)
+            elif op == OP_CLFLUSH:
+                self.clflush(tid, addr)
+            elif op == OP_CLFLUSHOPT:
+                self.clflushopt(tid, addr)
+            elif op == OP_CLWB:
+                self.clwb(tid, addr)
+            elif op == OP_SFENCE:
+                self.sfence(tid)
+            elif op == OP_MFENCE:
+                self.mfence(tid)
+            elif op == OP_PCOMMIT:
+                self.pcommit(tid)
+            elif op == OP_CAS:
+                out[i] = self.cas(tid, addr, value, arg)
+            elif op == OP_XCHG:
+                out[i] = self.xchg(tid, addr, value)
+            elif op == OP_WORK:
+                self.work(tid, float(np.array(arg, np.uint64).view(np.float64)))
+            elif op == OP_MARK:
+                self.mark(tid, aux, value)
+            elif op == OP_PB:
+                self.persist_barrier(tid)
+            else:
+                raise ConfigError(f"batch op {i}: unknown op code {op}")
+        return out

@@ -1,0 +1,242 @@
+"""The simulated machine: threads on cores issuing instructions to a timed memory system.
+
+Usage::
+
+    m = Machine(preset("optane-adr"))
+    cpu = m.cpu(0)
+    cpu.store(m.pm.base, 42); cpu.clwb(m.pm.base); cpu.sfence()
+    print(m.stats_table())
+
+Each ``Cpu`` method is one instruction. Plain accesses only advance the thread's own clock;
+SimPy (``m.env``) is used only where threads meet: ``spawn`` runs generator threads, and
+``Cpu.sync``, ``Cpu.acquire`` and ``Cpu.release`` yield to the scheduler. A thread also yields
+in ``Cpu.maybe_yield`` once it has run ``quantum_ns`` ahead. A single-threaded run never
+depends on the quantum.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Generator, Iterable
+from functools import partial
+from typing import Any
+
+import numpy as np
+import simpy
+
+from .config import LINE, MachineConfig, Region
+from .errors import ConfigError
+from .stats import format_table, records, transpose_table
+from .trace import Mark, Trace
+
+BACKENDS = ("c", "python")
+
+
+def default_backend() -> str:
+    """The engine backend: ``$PMSIM_BACKEND`` if set, else ``c`` when the C core is built."""
+    env = os.environ.get("PMSIM_BACKEND")
+    if env:
+        if env not in BACKENDS:
+            raise ConfigError(f"PMSIM_BACKEND={env!r} is not a backend; use 'c' or 'python'")
+        return env
+    from .cache import native
+
+    return "c" if native.available() else "python"
+
+
+def make_engine(cfg: MachineConfig, backend: str | None = None) -> Any:
+    backend = backend or default_backend()
+    if backend == "python":
+        from .hw.reference import PyEngine
+
+        return PyEngine(cfg)
+    if backend == "c":
+        from .hw.native_engine import CEngine
+
+        return CEngine(cfg)
+    raise ConfigError(f"unknown backend {backend!r}; use 'c' or 'python'")
+
+
+class Cpu:
+    """One hardware thread. Instruction methods are bound straight to the engine for speed."""
+
+    def __init__(self, machine: Machine, tid: int) -> None:
+        self.machine = machine
+        self.tid = tid
+        e = machine.engine
+        self.load: Callable[[int], int] = partial(e.load, tid)
+        self.store: Callable[[int, int], None] = partial(e.store, tid)
+        self.ntstore: Callable[[int, int], None] = partial(e.ntstore, tid)
+        self.clflush: Callable[[int], None] = partial(e.clflush, tid)
+        self.clflushopt: Callable[[int], None] = partial(e.clflushopt, tid)
+        self.clwb: Callable[[int], None] = partial(e.clwb, tid)
+        self.sfence: Callable[[], None] = partial(e.sfence, tid)
+        self.mfence: Callable[[], None] = partial(e.mfence, tid)
+        self.pcommit: Callable[[], None] = partial(e.pcommit, tid)
+        self.cas: Callable[[int, int, int], int] = partial(e.cas, tid)
+        self.xchg: Callable[[int, int], int] = partial(e.xchg, tid)
+        self.work: Callable[[float], None] = partial(e.work, tid)
+        self.mark: Callable[[int, int], None] = partial(e.mark, tid)
+        self.persist_barrier: Callable[[], None] = partial(e.persist_barrier, tid)
+        self._get_clock = partial(e.get_clock, tid)
+        self._set_clock = partial(e.set_clock, tid)
+
+    # -- time --------------------------------------------------------------------------------
+    @property
+    def clock(self) -> float:
+        """This thread's simulated time in ns."""
+        return self._get_clock()
+
+    def sync(self) -> Generator[Any, Any, None]:
+        """Yield to SimPy until global time catches up with this thread's clock."""
+        env = self.machine.env
+        ahead = self._get_clock() - env.now
+        if ahead > 0:
+            yield env.timeout(ahead)
+        elif ahead < 0:
+            self._set_clock(env.now)
+
+    def maybe_yield(self) -> Generator[Any, Any, None]:
+        """Yield if this thread has run more than one quantum ahead of the others."""
+        if self._get_clock() - self.machine.env.now >= self.machine.config.quantum_ns:
+            yield from self.sync()
+
+    def acquire(self, lock: simpy.Resource) -> Generator[Any, Any, Any]:
+        """Take a lock (a SimPy resource) at this thread's current time; returns the request."""
+        yield from self.sync()
+        req = lock.request()
+        yield req
+        if self.machine.env.now > self._get_clock():
+            self._set_clock(self.machine.env.now)
+        self.work(self.machine.config.costs.lock_ns)
+        return req
+
+    def release(self, lock: simpy.Resource, req: Any) -> Generator[Any, Any, None]:
+        """Release a lock at this thread's current time."""
+        self.work(self.machine.config.costs.lock_ns)
+        yield from self.sync()
+        lock.release(req)
+
+    # -- wider accesses -----------------------------------------------------------------------
+    def store_words(self, addr: int, words: Iterable[int]) -> None:
+        """Store consecutive 8-byte words starting at ``addr``."""
+        st = self.store
+        for i, w in enumerate(words):
+            st(addr + 8 * i, w)
+
+    def load_words(self, addr: int, n: int) -> list[int]:
+        ld = self.load
+        return [ld(addr + 8 * i) for i in range(n)]
+
+    def store_bytes(self, addr: int, data: bytes) -> None:
+        """Store bytes; partial atoms at either end are merged with the current contents."""
+        start = addr & ~7
+        end = (addr + len(data) + 7) & ~7
+        buf = bytearray(self.machine.peek_bytes(start, end - start))
+        buf[addr - start: addr - start + len(data)] = data
+        self.store_words(start, np.frombuffer(bytes(buf), dtype="<u8").tolist())
+
+    def load_bytes(self, addr: int, n: int) -> bytes:
+        start = addr & ~7
+        end = (addr + n + 7) & ~7
+        words = self.load_words(start, (end - start) // 8)
+        raw = np.array(words, dtype="<u8").tobytes()
+        return raw[addr - start: addr - start + n]
+
+    def flush_range(self, addr: int, n: int, kind: str = "clwb") -> None:
+        """Flush every line of ``[addr, addr+n)`` with ``kind`` (clwb, clflushopt, clflush)."""
+        f = getattr(self, kind)
+        line = addr & ~(LINE - 1)
+        while line < addr + n:
+            f(line)
+            line += LINE
+
+
+class Machine:
+    """A configured machine: engine, SimPy environment, CPUs, locks, trace."""
+
+    def __init__(self, config: MachineConfig | None = None, backend: str | None = None) -> None:
+        self.config = config or MachineConfig()
+        self.engine = make_engine(self.config, backend)
+        self.backend: str = self.engine.backend
+        self.env = simpy.Environment()
+        self.cpus = [Cpu(self, t) for t in range(self.config.cores)]
+        self.pm: Region = self.config.pm_region
+        self.dram: Region | None = self.config.dram_region
+        self.rng = np.random.default_rng(self.config.seed)
+        self._trace_base = self.pm_image()
+
+    def cpu(self, tid: int) -> Cpu:
+        if not 0 <= tid < len(self.cpus):
+            raise ConfigError(f"thread {tid} does not exist: the machine has "
+                              f"{len(self.cpus)} cores (threads 0..{len(self.cpus) - 1})")
+        return self.cpus[tid]
+
+    def lock(self) -> simpy.Resource:
+        """A new lock (mutual exclusion between simulated threads)."""
+        return simpy.Resource(self.env, capacity=1)
+
+    def spawn(self, fn: Callable[..., Generator[Any, Any, Any]], tid: int, *args: Any) -> Any:
+        """Start ``fn(cpu, *args)`` (a generator) as the simulated thread on core ``tid``."""
+        return self.env.process(fn(self.cpu(tid), *args))
+
+    def run(self, until: float | None = None) -> None:
+        """Run every spawned thread to completion (or until simulated time ``until``)."""
+        self.env.run(until=until)
+
+    # -- memory contents without timing ----------------------------------------------------------
+    def peek(self, addr: int) -> int:
+        """An 8-byte word's current value, without simulating an access."""
+        r, w = self.engine.mem.locate(addr)
+        return int(self.engine.mem.arrays[r][w])
+
+    def poke(self, addr: int, value: int) -> None:
+        """Set a word without simulating an access (for setting up initial state)."""
+        r, w = self.engine.mem.locate(addr)
+        self.engine.mem.arrays[r][w] = value
+
+    def peek_bytes(self, addr: int, n: int) -> bytes:
+        r, w = self.engine.mem.locate(addr)
+        arr = self.engine.mem.arrays[r]
+        return arr.view(np.uint8)[w * 8 + (addr & 7): w * 8 + (addr & 7) + n].tobytes()
+
+    def pm_image(self) -> np.ndarray:
+        """A copy of the PM region's current contents as bytes (what all caches would write)."""
+        return self.engine.mem.pm.view(np.uint8).copy()
+
+    def load_pm_image(self, image: np.ndarray) -> None:
+        """Replace the PM region's contents (e.g. with a crash image before recovery)."""
+        pm = self.engine.mem.pm.view(np.uint8)
+        if image.shape != pm.shape:
+            raise ConfigError(f"image has {image.size} bytes, the PM region {pm.size}")
+        pm[:] = image
+
+    # -- trace and statistics --------------------------------------------------------------------
+    def reset_trace(self) -> None:
+        """Start a new trace from the current PM contents."""
+        self.engine.reset_trace()
+        self._trace_base = self.pm_image()
+
+    def trace(self) -> Trace:
+        """The persistence trace since the machine started or ``reset_trace``."""
+        return Trace(self.engine.trace(), self._trace_base.copy(), self.pm.base,
+                     {"domain": self.config.domain})
+
+    def stats(self) -> np.ndarray:
+        """Per-thread statistics (a NumPy structured array, STATS_DTYPE)."""
+        return self.engine.get_stats()
+
+    def stats_records(self) -> list[dict[str, Any]]:
+        return records(self.stats())
+
+    def stats_table(self, transpose: bool = True) -> str:
+        rows = self.stats_records()
+        return transpose_table(rows) if transpose else format_table(rows)
+
+    @property
+    def now(self) -> float:
+        """The latest thread clock (simulated ns)."""
+        return max(c.clock for c in self.cpus)
+
+
+__all__ = ["Machine", "Cpu", "Mark", "BACKENDS", "default_backend"]

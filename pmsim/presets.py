@@ -1,0 +1,98 @@
+"""Named machine configurations, each citing where its numbers come from.
+
+``preset("optane-adr")`` returns a :class:`~pmsim.config.MachineConfig`; ``PRESETS`` maps each
+name to ``(factory, source)``. Numbers a source does not give are marked "[A]" (our default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .config import CacheConfig, CacheLevel, CostConfig, DRAMConfig, MachineConfig, PMConfig
+from .errors import unknown
+
+
+def _optane(domain: str) -> MachineConfig:
+    return MachineConfig(
+        cores=2,
+        cache=CacheConfig(CacheLevel(32, 8, 1.5), CacheLevel(1024, 16, 5.0),
+                          CacheLevel(16384, 16, 18.0)),
+        pm=PMConfig(read_ns=150.0, write_ns=500.0, banks=16, wpq_entries=128, to_wpq_ns=30.0),
+        dram=DRAMConfig(90.0),
+        domain=domain,  # type: ignore[arg-type]
+        barrier="modelled",
+    )
+
+
+def _marathe(domain: str, barrier_ns: float) -> MachineConfig:
+    return MachineConfig(
+        cores=2,
+        cache=CacheConfig(CacheLevel(32, 8, 1.6), CacheLevel(256, 8, 4.8),
+                          CacheLevel(20480, 20, 16.0)),
+        pm=PMConfig(read_ns=300.0, write_ns=90.0, banks=16, wpq_entries=64, to_wpq_ns=0.0),
+        dram=DRAMConfig(90.0),
+        domain=domain,  # type: ignore[arg-type]
+        barrier="fixed",
+        barrier_ns=barrier_ns,
+    )
+
+
+def _proteus() -> MachineConfig:
+    ghz = 3.4
+    return MachineConfig(
+        cores=4,
+        cache=CacheConfig(CacheLevel(32, 8, 4 / ghz), CacheLevel(256, 8, 12 / ghz),
+                          CacheLevel(8192, 16, 42 / ghz)),
+        pm=PMConfig(read_ns=50.0, write_ns=150.0, banks=16, wpq_entries=64, to_wpq_ns=10.0),
+        dram=DRAMConfig(27.5),
+        costs=CostConfig(store_ns=1 / ghz, flush_ns=1 / ghz, fence_ns=2 / ghz),
+        domain="pdom1",
+        barrier="modelled",
+    )
+
+
+def _loc() -> MachineConfig:
+    return MachineConfig(
+        cores=4,
+        cache=CacheConfig(CacheLevel(32, 2, 1.0), CacheLevel(256, 8, 8.0),
+                          CacheLevel(1024, 16, 21.0)),
+        pm=PMConfig(read_ns=168.0, write_ns=168.0, banks=8, wpq_entries=64, to_wpq_ns=0.0),
+        dram=DRAMConfig(168.0),
+        costs=CostConfig(store_ns=1.0, flush_ns=1.0, fence_ns=1.0),
+        domain="pdom1",
+        barrier="modelled",
+    )
+
+
+PRESETS: dict[str, tuple[Callable[[], MachineConfig], str]] = {
+    "default": (MachineConfig, "pmsim defaults: an ADR (PDOM-1) machine with 2 cores [A]"),
+    "optane-adr": (lambda: _optane("pdom1"),
+                   "PM media from gem5 NVMInterface NVM_2400_1x64 (tREAD 150 ns, tWRITE 500 ns, "
+                   "128-entry write buffer, 16 banks); ADR (PDOM-1); caches of a 2nd-gen Xeon "
+                   "[A]; flushes reach the WPQ in 30 ns [A]"),
+    "eadr": (lambda: _optane("pdom2"), "as optane-adr with eADR: caches persistent (PDOM-2)"),
+    "pdom0": (lambda: _optane("pdom0"),
+              "as optane-adr with a volatile WPQ: persistence needs pcommit (PDOM-0)"),
+    "marathe-pdom2": (lambda: _marathe("pdom2", 0.0),
+                      "Marathe et al. (PM transactions) on Intel's PMEP emulator: fixed persist "
+                      "barrier 0 ns, PM load latency 300 ns, stores at DRAM speed; caches per "
+                      "the spec card's assumption (L1 32 KB, L2 256 KB, LLC 20 MB) [A]"),
+    "marathe-pdom1": (lambda: _marathe("pdom1", 100.0), "as marathe-pdom2 with 100 ns barriers"),
+    "marathe-pdom0": (lambda: _marathe("pdom0", 500.0), "as marathe-pdom2 with 500 ns barriers"),
+    "proteus-marss": (_proteus,
+                      "Proteus (MICRO'17) Table 1, MarssX86: 4 cores at 3.4 GHz; L1 32 KB 8-way "
+                      "4 cycles; L2 256 KB 8-way 12 cycles; L3 8 MB 16-way 42 cycles; NVM "
+                      "50 ns read / 150 ns write; DDR3-1600 (CL+tRCD = 27.5 ns); WPQ 64 [D]"),
+    "loc-gem5": (_loc,
+                 "LOC (ICCD'14) Table I, gem5 at 1 GHz: L1 32 KB 2-way 1 cycle; L2 256 KB 8-way "
+                 "8 cycles; LLC 1 MB 16-way 21 cycles; memory 8 banks 168 ns; 4 cores [A]"),
+}
+
+
+def preset(name: str) -> MachineConfig:
+    """The named machine configuration (see ``PRESETS`` for names and sources)."""
+    try:
+        factory, _ = PRESETS[name]
+    except KeyError:
+        raise unknown("preset", name, PRESETS) from None
+    return factory()

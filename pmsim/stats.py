@@ -1,0 +1,116 @@
+"""Per-thread machine statistics and their tidy-table form.
+
+``STAT_FIELDS`` fixes the order and meaning of every counter; the C core's ``pm_stats`` struct
+(``cache/csrc/pmcore.h``) has the same fields in the same order, so a NumPy view of the C array
+and the pure-Python engine's records are interchangeable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+STAT_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("loads", "u8", "load instructions"),
+    ("stores", "u8", "store instructions (8-byte atoms)"),
+    ("ntstores", "u8", "non-temporal stores"),
+    ("rmws", "u8", "locked read-modify-writes (CAS, xchg)"),
+    ("l1_hits", "u8", "L1 hits"),
+    ("l1_misses", "u8", "L1 misses"),
+    ("l2_hits", "u8", "L2 hits"),
+    ("l2_misses", "u8", "L2 misses"),
+    ("llc_hits", "u8", "LLC hits"),
+    ("llc_misses", "u8", "LLC misses"),
+    ("snoops", "u8", "lines taken from or downgraded in another core's private cache"),
+    ("writebacks", "u8", "dirty lines written back to memory (PM and DRAM) by eviction"),
+    ("clflush", "u8", "clflush instructions"),
+    ("clflushopt", "u8", "clflushopt instructions"),
+    ("clwb", "u8", "clwb instructions"),
+    ("sfence", "u8", "sfence instructions"),
+    ("mfence", "u8", "mfence instructions"),
+    ("pcommit", "u8", "pcommit instructions"),
+    ("persist_barriers", "u8", "persist barriers issued by runtimes"),
+    ("wpq_inserts", "u8", "lines inserted into the WPQ"),
+    ("wpq_occ_sum", "u8", "sum of WPQ occupancy seen at each insert"),
+    ("wpq_occ_max", "u8", "largest WPQ occupancy seen at an insert"),
+    ("pm_read_bytes", "u8", "bytes read from PM media"),
+    ("pm_write_bytes", "u8", "bytes written to PM media"),
+    ("dram_read_bytes", "u8", "bytes read from DRAM"),
+    ("dram_write_bytes", "u8", "bytes written to DRAM"),
+    ("wpq_stall_ns", "f8", "time stalled because the WPQ was full (ns)"),
+    ("barrier_stall_ns", "f8", "time stalled in fences and persist barriers (ns)"),
+    ("work_ns", "f8", "time spent in work(ns) computation"),
+    ("time_ns", "f8", "the thread's simulated clock (ns)"),
+)
+
+STATS_DTYPE = np.dtype([(n, t) for n, t, _ in STAT_FIELDS])
+STAT_HELP = {n: h for n, _, h in STAT_FIELDS}
+
+
+def empty_stats(threads: int) -> np.ndarray:
+    return np.zeros(threads, dtype=STATS_DTYPE)
+
+
+def derived(row: Any) -> dict[str, float]:
+    """Ratios computed from one stats row (a thread or the total)."""
+    ins = int(row["wpq_inserts"])
+    return {"wpq_occ_mean": (int(row["wpq_occ_sum"]) / ins) if ins else 0.0}
+
+
+def total(stats: np.ndarray) -> np.ndarray:
+    """One row summing every thread (max for maxima and the clock)."""
+    out = np.zeros(1, dtype=STATS_DTYPE)
+    for name, _, _ in STAT_FIELDS:
+        col = stats[name]
+        out[name] = col.max() if name in ("wpq_occ_max", "time_ns") else col.sum()
+    return out[0]
+
+
+def records(stats: np.ndarray) -> list[dict[str, Any]]:
+    """Tidy records: one per thread plus a ``thread='total'`` row, with derived columns."""
+    rows: list[dict[str, Any]] = []
+    for i, r in enumerate(stats):
+        rows.append({"thread": i, **{n: r[n].item() for n in STATS_DTYPE.names}, **derived(r)})
+    t = total(stats)
+    rows.append({"thread": "total", **{n: t[n].item() for n in STATS_DTYPE.names}, **derived(t)})
+    return rows
+
+
+def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
+                 floatfmt: str = "{:.4g}") -> str:
+    """A plain-text table of records (what the CLI prints)."""
+    if not rows:
+        return "(no rows)"
+    cols = list(columns) if columns else list(rows[0].keys())
+
+    def fmt(v: Any) -> str:
+        if isinstance(v, float):
+            return floatfmt.format(v)
+        return str(v)
+
+    cells = [[fmt(r.get(c, "")) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+    head = "  ".join(c.rjust(w) for c, w in zip(cols, widths, strict=True))
+    sep = "  ".join("-" * w for w in widths)
+    body = ["  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
+    return "\n".join([head, sep, *body])
+
+
+def transpose_table(rows: Sequence[dict[str, Any]], key: str = "thread") -> str:
+    """Statistics with one row per counter and one column per thread (fits a terminal)."""
+    if not rows:
+        return "(no rows)"
+    names = [k for k in rows[0] if k != key]
+    out = [{"stat": n, **{str(r[key]): r[n] for r in rows}} for n in names]
+    return format_table(out)
+
+
+def to_pandas(rows: Sequence[dict[str, Any]]) -> Any:
+    """A pandas DataFrame of the records (pandas is optional)."""
+    try:
+        import pandas as pd
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("to_pandas needs pandas: pip install pandas") from e
+    return pd.DataFrame(list(rows))
