@@ -99,6 +99,12 @@ class PyEngine:
         self.bank_free = [0.0] * cfg.pm.banks
         self._trace: list[tuple] = []
 
+    def reset_volatile(self) -> None:
+        """Power cycle: empty caches and WPQ, zero clocks, stats and trace; keep memory."""
+        mem = self.mem
+        self.__init__(self.cfg)  # type: ignore[misc]
+        self.mem = mem
+
     # -- trace ---------------------------------------------------------------------------------
     def _emit(self, kind: int, tid: int, aux: int, addr: int, value: int) -> None:
         self._trace.append((kind, 0, tid, aux, addr, value, self.clock[tid]))
