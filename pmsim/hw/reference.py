@@ -100,9 +100,12 @@ class PyEngine:
         self._trace: list[tuple] = []
 
     def reset_volatile(self) -> None:
-        """Power cycle: empty caches and WPQ, zero clocks, stats and trace; keep memory."""
+        """Power cycle: empty caches and WPQ, zero clocks, stats, trace and DRAM; keep PM."""
         mem = self.mem
         self.__init__(self.cfg)  # type: ignore[misc]
+        for i, arr in enumerate(mem.arrays):
+            if i != mem.pm_index:
+                arr[:] = 0
         self.mem = mem
 
     # -- trace ---------------------------------------------------------------------------------
