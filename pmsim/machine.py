@@ -41,7 +41,13 @@ def default_backend() -> str:
         return env
     from .cache import native
 
-    return "c" if native.available() else "python"
+    if not native.available():
+        return "python"
+    import importlib.util
+
+    if importlib.util.find_spec("pmsim.hw.native_engine") is None:
+        return "python"  # a C core built without the machine engine
+    return "c"
 
 
 def make_engine(cfg: MachineConfig, backend: str | None = None) -> Any:
