@@ -1,0 +1,912 @@
+/* The timed machine engine; see machine.h. Each function mirrors the method of the same name
+   in pmsim/hw/reference.py (PyEngine), statement for statement where floating point is
+   involved, so that results are bit-identical. */
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include "machine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { LINE_SHIFT = 6, LINE_BYTES = 64 };
+/* event kinds (pmsim.trace.Ev) */
+enum { EV_STORE = 1, EV_NTSTORE = 2, EV_RMW = 3, EV_CLFLUSH = 4, EV_CLFLUSHOPT = 5,
+       EV_CLWB = 6, EV_SFENCE = 7, EV_MFENCE = 8, EV_PCOMMIT = 9, EV_WB = 10, EV_MARK = 11 };
+/* batch op codes (pmsim.hw.reference.OP_*) */
+enum { OP_LOAD, OP_STORE, OP_NTSTORE, OP_CLFLUSH, OP_CLFLUSHOPT, OP_CLWB, OP_SFENCE,
+       OP_MFENCE, OP_PCOMMIT, OP_CAS, OP_XCHG, OP_WORK, OP_MARK, OP_PB };
+/* write-back causes (aux of a WB event) */
+enum { WB_EVICT = 0, WB_FLUSH = 1, WB_NT = 2 };
+/* most events one instruction can append (accesses may evict through three levels and a
+   snoop); the trace grows before an instruction runs so that it never fails half-way */
+enum { EVENTS_PER_OP = 16, TRACE_INITIAL = 4096 };
+
+/* One way of a cache set: tag = line + 1 (0 = empty), meta = stamp << 1 | dirty. */
+typedef struct way {
+    uint64_t tag;
+    uint64_t meta;
+} way;
+
+typedef struct cache {
+    way *w;
+    uint64_t mask;
+    uint32_t ways;
+    uint64_t clock; /* LRU stamp counter, bumped on every touch and insert */
+} cache;
+
+struct pm_machine {
+    pm_config cfg;
+    cache *l1, *l2;
+    cache llc;
+    pm_stats *st; /* time_ns is the thread's clock */
+    double *pending;      /* latest WPQ acceptance a fence must wait for */
+    double *pcommit_wait; /* drain time a fence must wait for (PDOM-0) */
+    uint8_t *in_fixed_pb;
+    double *ring; /* completion time of the last wpq_entries inserts */
+    uint32_t ring_idx;
+    double *bank_free;
+    uint64_t *rbase, *rend;
+    uint64_t **rwords;
+    uint64_t pm_base, pm_end;
+    pm_event *tr;
+    size_t tlen, tcap;
+    int err;
+};
+
+/* ---- caches --------------------------------------------------------------------------- */
+
+static int cache_init(cache *c, uint32_t sets, uint32_t ways)
+{
+    c->w = calloc((size_t)sets * ways, sizeof(way));
+    c->mask = (uint64_t)sets - 1;
+    c->ways = ways;
+    c->clock = 0;
+    return c->w != NULL;
+}
+
+static void cache_clear(cache *c)
+{
+    memset(c->w, 0, (size_t)(c->mask + 1) * c->ways * sizeof(way));
+    c->clock = 0;
+}
+
+static inline way *cache_lookup(cache *c, uint64_t line)
+{
+    way *s = c->w + (line & c->mask) * c->ways;
+    uint64_t tag = line + 1;
+    for (uint32_t i = 0; i < c->ways; i++)
+        if (s[i].tag == tag)
+            return &s[i];
+    return NULL;
+}
+
+static inline void cache_touch(cache *c, way *e)
+{
+    c->clock++;
+    e->meta = (c->clock << 1) | (e->meta & 1);
+}
+
+/* Insert a line that is not present; returns 1 and the victim when the set was full. */
+static inline int cache_insert(cache *c, uint64_t line, int dirty, uint64_t *vline, int *vdirty)
+{
+    way *s = c->w + (line & c->mask) * c->ways;
+    way *slot = NULL, *lru = NULL;
+    for (uint32_t i = 0; i < c->ways; i++) {
+        if (s[i].tag == 0) {
+            slot = &s[i];
+            break;
+        }
+        if (lru == NULL || s[i].meta < lru->meta)
+            lru = &s[i];
+    }
+    int evicted = 0;
+    if (slot == NULL) {
+        *vline = lru->tag - 1;
+        *vdirty = (int)(lru->meta & 1);
+        evicted = 1;
+        slot = lru;
+    }
+    c->clock++;
+    slot->tag = line + 1;
+    slot->meta = (c->clock << 1) | (dirty ? 1u : 0u);
+    return evicted;
+}
+
+static inline int cache_remove(cache *c, uint64_t line)
+{
+    way *e = cache_lookup(c, line);
+    if (e == NULL)
+        return 0;
+    e->tag = 0;
+    e->meta = 0;
+    return 1;
+}
+
+/* ---- memory map, trace -------------------------------------------------------------- */
+
+/* The word of an 8-byte aligned address, or NULL; *pm tells whether it is in the PM region. */
+static inline uint64_t *locate(pm_machine *m, uint64_t addr, int *pm)
+{
+    if (addr & 7)
+        return NULL;
+    if (addr >= m->pm_base && addr < m->pm_end) {
+        *pm = 1;
+        return m->rwords[m->cfg.pm_index] + ((addr - m->pm_base) >> 3);
+    }
+    *pm = 0;
+    for (uint32_t i = 0; i < m->cfg.nregions; i++)
+        if (addr >= m->rbase[i] && addr < m->rend[i])
+            return m->rwords[i] + ((addr - m->rbase[i]) >> 3);
+    return NULL;
+}
+
+static inline int bad_tid(const pm_machine *m, int tid)
+{
+    return tid < 0 || tid >= m->cfg.cores;
+}
+
+/* Make room for the events of one instruction; 0 on success. */
+static inline int reserve(pm_machine *m)
+{
+    if (m->tcap - m->tlen >= EVENTS_PER_OP)
+        return 0;
+    size_t cap = m->tcap * 2;
+    pm_event *t = realloc(m->tr, cap * sizeof(pm_event));
+    if (t == NULL)
+        return PM_ERR_NOMEM;
+    m->tr = t;
+    m->tcap = cap;
+    return 0;
+}
+
+static inline void emit(pm_machine *m, int kind, int tid, uint32_t aux, uint64_t addr,
+                        uint64_t value)
+{
+    pm_event *e = &m->tr[m->tlen++];
+    e->kind = (uint8_t)kind;
+    e->pad = 0;
+    e->tid = (uint16_t)tid;
+    e->aux = aux;
+    e->addr = addr;
+    e->value = value;
+    e->time = m->st[tid].time_ns;
+}
+
+/* Python's int(round(x)): round half to even (0 where the reference would fail: NaN, inf
+   or a value beyond the 64-bit trace field). */
+static uint64_t round_half_even(double x)
+{
+    double a = x < 0.0 ? -x : x;
+    if (!(a < 9.2e18))
+        return 0;
+    uint64_t i = (uint64_t)a;
+    double frac = a - (double)i;
+    if (frac > 0.5 || (frac == 0.5 && (i & 1)))
+        i++;
+    return x < 0.0 ? (uint64_t)(-(int64_t)i) : i;
+}
+
+/* ---- memory system ------------------------------------------------------------------- */
+
+/* Insert a line write into the WPQ; return the time it was accepted (and *done). */
+static double wpq_insert(pm_machine *m, int tid, double arrive, uint64_t line, double *done_out)
+{
+    const pm_config *c = &m->cfg;
+    double oldest = m->ring[m->ring_idx];
+    double accept = arrive >= oldest ? arrive : oldest;
+    uint64_t bank = line % c->banks;
+    double start = accept >= m->bank_free[bank] ? accept : m->bank_free[bank];
+    double done = start + c->pm_write_ns;
+    m->bank_free[bank] = done;
+    m->ring[m->ring_idx] = done;
+    m->ring_idx = (m->ring_idx + 1) % c->wpq_entries;
+    uint64_t occ = 0;
+    for (uint32_t i = 0; i < c->wpq_entries; i++)
+        occ += m->ring[i] > accept;
+    pm_stats *st = &m->st[tid];
+    st->wpq_inserts += 1;
+    st->wpq_occ_sum += occ;
+    if (occ > st->wpq_occ_max)
+        st->wpq_occ_max = occ;
+    st->pm_write_bytes += LINE_BYTES;
+    if (done_out)
+        *done_out = done;
+    return accept;
+}
+
+/* A dirty line leaves the caches; return the WPQ acceptance time (0 for DRAM). */
+static double write_back_memory(pm_machine *m, int tid, uint64_t line, int cause)
+{
+    uint64_t addr = line << LINE_SHIFT;
+    if (addr >= m->pm_base && addr < m->pm_end) {
+        double arrive = m->st[tid].time_ns + m->cfg.to_wpq_ns;
+        double done;
+        double accept = wpq_insert(m, tid, arrive, line, &done);
+        emit(m, EV_WB, tid, (uint32_t)cause, addr, round_half_even(done * 1000));
+        return accept;
+    }
+    m->st[tid].dram_write_bytes += LINE_BYTES;
+    return 0.0;
+}
+
+/* Write a dirty victim of level `level` (1 L1, 2 L2, 3 LLC) to the next level. */
+static void evict_to(pm_machine *m, int tid, int level, uint64_t line)
+{
+    pm_stats *st = &m->st[tid];
+    while (level < 3) {
+        cache *nxt = level == 1 ? &m->l2[tid] : &m->llc;
+        way *e = cache_lookup(nxt, line);
+        if (e != NULL) {
+            e->meta |= 1;
+            return;
+        }
+        uint64_t vline;
+        int vdirty;
+        if (!cache_insert(nxt, line, 1, &vline, &vdirty) || !vdirty)
+            return;
+        level++;
+        line = vline;
+    }
+    st->writebacks += 1;
+    double accept = write_back_memory(m, tid, line, WB_EVICT);
+    double arrive = st->time_ns + m->cfg.to_wpq_ns;
+    if (accept > arrive) {
+        double stall = accept - arrive;
+        st->wpq_stall_ns += stall;
+        st->time_ns += stall;
+    }
+}
+
+/* Insert a clean copy of `line` into level `level` (1, 2 or 3). */
+static inline void fill(pm_machine *m, int tid, int level, uint64_t line)
+{
+    cache *c = level == 1 ? &m->l1[tid] : level == 2 ? &m->l2[tid] : &m->llc;
+    uint64_t vline;
+    int vdirty;
+    if (cache_insert(c, line, 0, &vline, &vdirty) && vdirty)
+        evict_to(m, tid, level, vline);
+}
+
+static int snoop_downgrade(pm_machine *m, int tid, uint64_t line)
+{
+    int hit = 0;
+    for (int d = 0; d < m->cfg.cores; d++) {
+        if (d == tid)
+            continue;
+        way *e = cache_lookup(&m->l1[d], line);
+        if (e != NULL && (e->meta & 1)) {
+            e->meta &= ~(uint64_t)1;
+            hit = 1;
+        }
+        e = cache_lookup(&m->l2[d], line);
+        if (e != NULL && (e->meta & 1)) {
+            e->meta &= ~(uint64_t)1;
+            hit = 1;
+        }
+    }
+    if (hit) {
+        way *e = cache_lookup(&m->llc, line);
+        if (e != NULL) {
+            e->meta |= 1;
+        } else {
+            uint64_t vline;
+            int vdirty;
+            if (cache_insert(&m->llc, line, 1, &vline, &vdirty) && vdirty)
+                evict_to(m, tid, 3, vline);
+        }
+    }
+    return hit;
+}
+
+static inline int snoop_invalidate(pm_machine *m, int tid, uint64_t line)
+{
+    int hit = 0;
+    for (int d = 0; d < m->cfg.cores; d++) {
+        if (d == tid)
+            continue;
+        hit |= cache_remove(&m->l1[d], line);
+        hit |= cache_remove(&m->l2[d], line);
+    }
+    return hit;
+}
+
+/* Run one access through the hierarchy; return the latency and the level that hit (1-4). */
+static inline double mem_access(pm_machine *m, int tid, uint64_t line, int write, int *level_out)
+{
+    const pm_config *c = &m->cfg;
+    pm_stats *st = &m->st[tid];
+    cache *l1 = &m->l1[tid], *l2 = &m->l2[tid];
+    double lat = 0.0;
+    int level;
+    way *e = cache_lookup(l1, line);
+    if (e != NULL) {
+        cache_touch(l1, e);
+        st->l1_hits += 1;
+        level = 1;
+        lat = c->l1_ns;
+    } else {
+        st->l1_misses += 1;
+        e = cache_lookup(l2, line);
+        if (e != NULL) {
+            cache_touch(l2, e);
+            st->l2_hits += 1;
+            level = 2;
+            lat = c->l2_ns;
+        } else {
+            st->l2_misses += 1;
+            if (!write && c->cores > 1 && snoop_downgrade(m, tid, line)) {
+                st->snoops += 1;
+                lat += c->snoop_ns;
+            }
+            e = cache_lookup(&m->llc, line);
+            if (e != NULL) {
+                cache_touch(&m->llc, e);
+                st->llc_hits += 1;
+                level = 3;
+                lat += c->llc_ns;
+            } else {
+                st->llc_misses += 1;
+                level = 4;
+                uint64_t addr = line << LINE_SHIFT;
+                if (addr >= m->pm_base && addr < m->pm_end) {
+                    lat += c->llc_ns + c->pm_read_ns;
+                    st->pm_read_bytes += LINE_BYTES;
+                } else {
+                    lat += c->llc_ns + c->dram_ns;
+                    st->dram_read_bytes += LINE_BYTES;
+                }
+                fill(m, tid, 3, line);
+            }
+            fill(m, tid, 2, line);
+        }
+        fill(m, tid, 1, line);
+        e = NULL;
+    }
+    if (write) {
+        if (c->cores > 1 && snoop_invalidate(m, tid, line)) {
+            st->snoops += 1;
+            lat += c->snoop_ns;
+        }
+        if (e == NULL)
+            e = cache_lookup(l1, line);
+        e->meta |= 1;
+    }
+    *level_out = level;
+    return lat;
+}
+
+/* Clean (and optionally drop) every copy; write back once if any copy was dirty.
+   Returns the WPQ acceptance time, or -1.0 when nothing was written back. */
+static double flush_line(pm_machine *m, int tid, uint64_t line, int invalidate, int cause)
+{
+    int dirty = 0;
+    int n = 2 * m->cfg.cores + 1;
+    for (int i = 0; i < n; i++) {
+        cache *c = i < m->cfg.cores ? &m->l1[i] : i < 2 * m->cfg.cores ? &m->l2[i - m->cfg.cores]
+                                                                        : &m->llc;
+        way *e = cache_lookup(c, line);
+        if (e != NULL) {
+            if (e->meta & 1) {
+                dirty = 1;
+                e->meta &= ~(uint64_t)1;
+            }
+            if (invalidate) {
+                e->tag = 0;
+                e->meta = 0;
+            }
+        }
+    }
+    if (!dirty)
+        return -1.0;
+    return write_back_memory(m, tid, line, cause);
+}
+
+/* ---- instructions -------------------------------------------------------------------- */
+
+/* Validate an access: the address (checked first, as the reference does) and the thread. */
+#define CHECK_ACCESS(m, tid, addr, word, pm)              \
+    uint64_t *word = locate((m), (addr), &(pm));          \
+    if (word == NULL)                                     \
+        return PM_ERR_ADDR;                               \
+    if (bad_tid((m), (tid)))                              \
+        return PM_ERR_TID;                                \
+    if (reserve(m))                                       \
+        return PM_ERR_NOMEM
+
+static inline int do_load(pm_machine *m, int tid, uint64_t addr, uint64_t *out)
+{
+    int pm;
+    CHECK_ACCESS(m, tid, addr, w, pm);
+    int level;
+    double lat = mem_access(m, tid, addr >> LINE_SHIFT, 0, &level);
+    pm_stats *st = &m->st[tid];
+    st->time_ns += lat;
+    st->loads += 1;
+    *out = *w;
+    return 0;
+}
+
+static inline int do_store(pm_machine *m, int tid, uint64_t addr, uint64_t value)
+{
+    int pm;
+    CHECK_ACCESS(m, tid, addr, w, pm);
+    int level;
+    double lat = mem_access(m, tid, addr >> LINE_SHIFT, 1, &level);
+    pm_stats *st = &m->st[tid];
+    st->time_ns += level == 1 ? m->cfg.store_ns : lat;
+    st->stores += 1;
+    *w = value;
+    if (pm)
+        emit(m, EV_STORE, tid, 0, addr, value);
+    return 0;
+}
+
+static int do_ntstore(pm_machine *m, int tid, uint64_t addr, uint64_t value)
+{
+    int pm;
+    CHECK_ACCESS(m, tid, addr, w, pm);
+    uint64_t line = addr >> LINE_SHIFT;
+    flush_line(m, tid, line, 1, WB_NT);
+    pm_stats *st = &m->st[tid];
+    st->time_ns += m->cfg.store_ns;
+    st->ntstores += 1;
+    *w = value;
+    if (pm) {
+        emit(m, EV_NTSTORE, tid, 0, addr, value);
+        double arrive = st->time_ns + m->cfg.to_wpq_ns;
+        double accept = wpq_insert(m, tid, arrive, line, NULL);
+        if (accept > m->pending[tid])
+            m->pending[tid] = accept;
+    } else {
+        st->dram_write_bytes += 8;
+    }
+    return 0;
+}
+
+static int do_flush(pm_machine *m, int tid, uint64_t addr, int kind)
+{
+    int pm;
+    CHECK_ACCESS(m, tid, addr & ~(uint64_t)7, w, pm);
+    (void)w;
+    uint64_t line = addr >> LINE_SHIFT;
+    pm_stats *st = &m->st[tid];
+    st->time_ns += m->cfg.flush_ns;
+    if (kind == EV_CLFLUSH)
+        st->clflush += 1;
+    else if (kind == EV_CLFLUSHOPT)
+        st->clflushopt += 1;
+    else
+        st->clwb += 1;
+    if (pm)
+        emit(m, kind, tid, 0, line << LINE_SHIFT, 0);
+    double accept = flush_line(m, tid, line, kind != EV_CLWB, WB_FLUSH);
+    if (accept < 0.0)
+        return 0;
+    if (kind == EV_CLFLUSH) {
+        if (accept > st->time_ns)
+            st->time_ns = accept;
+    } else if (accept > m->pending[tid]) {
+        m->pending[tid] = accept;
+    }
+    return 0;
+}
+
+/* Wait for this thread's outstanding flushes (and a pending pcommit). */
+static void fence_wait(pm_machine *m, int tid)
+{
+    double target = m->pending[tid];
+    if (m->pcommit_wait[tid] > target)
+        target = m->pcommit_wait[tid];
+    m->pending[tid] = 0.0;
+    m->pcommit_wait[tid] = 0.0;
+    if (m->in_fixed_pb[tid])
+        return;
+    pm_stats *st = &m->st[tid];
+    double wait = target - st->time_ns;
+    if (wait > 0.0) {
+        st->time_ns += wait;
+        st->barrier_stall_ns += wait;
+    }
+}
+
+static int do_fence(pm_machine *m, int tid, int kind)
+{
+    if (bad_tid(m, tid))
+        return PM_ERR_TID;
+    if (reserve(m))
+        return PM_ERR_NOMEM;
+    pm_stats *st = &m->st[tid];
+    if (!m->in_fixed_pb[tid])
+        st->time_ns += m->cfg.fence_ns;
+    fence_wait(m, tid);
+    if (kind == EV_SFENCE)
+        st->sfence += 1;
+    else
+        st->mfence += 1;
+    emit(m, kind, tid, 0, 0, 0);
+    return 0;
+}
+
+static int do_pcommit(pm_machine *m, int tid)
+{
+    if (bad_tid(m, tid))
+        return PM_ERR_TID;
+    if (reserve(m))
+        return PM_ERR_NOMEM;
+    pm_stats *st = &m->st[tid];
+    if (!m->in_fixed_pb[tid])
+        st->time_ns += m->cfg.pcommit_ns;
+    st->pcommit += 1;
+    if (m->cfg.domain == 0) {
+        double drain = m->bank_free[0];
+        for (uint32_t i = 1; i < m->cfg.banks; i++)
+            if (m->bank_free[i] > drain)
+                drain = m->bank_free[i];
+        if (drain > m->pcommit_wait[tid])
+            m->pcommit_wait[tid] = drain;
+    }
+    emit(m, EV_PCOMMIT, tid, 0, 0, 0);
+    return 0;
+}
+
+static int do_rmw(pm_machine *m, int tid, uint64_t addr, int has_expected, uint64_t expected,
+                  uint64_t value, uint64_t *old_out)
+{
+    int pm;
+    CHECK_ACCESS(m, tid, addr, w, pm);
+    pm_stats *st = &m->st[tid];
+    st->time_ns += m->cfg.rmw_ns;
+    fence_wait(m, tid);
+    int level;
+    double lat = mem_access(m, tid, addr >> LINE_SHIFT, 1, &level);
+    st->time_ns += lat;
+    st->rmws += 1;
+    uint64_t old = *w;
+    int stored = !has_expected || old == expected;
+    if (stored)
+        *w = value;
+    if (pm)
+        emit(m, EV_RMW, tid, (uint32_t)stored, addr, stored ? value : old);
+    else
+        emit(m, EV_RMW, tid, 0, 0, 0);
+    *old_out = old;
+    return 0;
+}
+
+static inline int do_work(pm_machine *m, int tid, double ns)
+{
+    if (bad_tid(m, tid))
+        return PM_ERR_TID;
+    pm_stats *st = &m->st[tid];
+    st->time_ns += ns;
+    st->work_ns += ns;
+    return 0;
+}
+
+static int do_mark(pm_machine *m, int tid, uint32_t code, uint64_t value)
+{
+    if (bad_tid(m, tid))
+        return PM_ERR_TID;
+    if (reserve(m))
+        return PM_ERR_NOMEM;
+    emit(m, EV_MARK, tid, code, 0, value);
+    return 0;
+}
+
+static int do_persist_barrier(pm_machine *m, int tid)
+{
+    if (bad_tid(m, tid))
+        return PM_ERR_TID;
+    if (reserve(m))
+        return PM_ERR_NOMEM;
+    pm_stats *st = &m->st[tid];
+    st->persist_barriers += 1;
+    int fixed = m->cfg.fixed_barrier;
+    if (fixed)
+        m->in_fixed_pb[tid] = 1;
+    if (m->cfg.domain == 0) {
+        do_fence(m, tid, EV_SFENCE);
+        do_pcommit(m, tid);
+        do_fence(m, tid, EV_SFENCE);
+    } else if (m->cfg.domain == 1) {
+        do_fence(m, tid, EV_SFENCE);
+    }
+    if (fixed) {
+        m->in_fixed_pb[tid] = 0;
+        st->time_ns += m->cfg.barrier_ns;
+        st->barrier_stall_ns += m->cfg.barrier_ns;
+    }
+    return 0;
+}
+
+/* ---- public entry points ------------------------------------------------------------- */
+
+pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const uint64_t *sizes,
+                           uint64_t **words)
+{
+    pm_machine *m = calloc(1, sizeof(pm_machine));
+    if (m == NULL)
+        return NULL;
+    m->cfg = *cfg;
+    int n = cfg->cores;
+    uint32_t r = cfg->nregions;
+    m->l1 = calloc((size_t)n, sizeof(cache));
+    m->l2 = calloc((size_t)n, sizeof(cache));
+    m->st = calloc((size_t)n, sizeof(pm_stats));
+    m->pending = calloc((size_t)n, sizeof(double));
+    m->pcommit_wait = calloc((size_t)n, sizeof(double));
+    m->in_fixed_pb = calloc((size_t)n, 1);
+    m->ring = calloc(cfg->wpq_entries, sizeof(double));
+    m->bank_free = calloc(cfg->banks, sizeof(double));
+    m->rbase = calloc(r, sizeof(uint64_t));
+    m->rend = calloc(r, sizeof(uint64_t));
+    m->rwords = calloc(r, sizeof(uint64_t *));
+    m->tcap = TRACE_INITIAL;
+    m->tr = malloc(m->tcap * sizeof(pm_event));
+    int ok = m->l1 && m->l2 && m->st && m->pending && m->pcommit_wait && m->in_fixed_pb
+             && m->ring && m->bank_free && m->rbase && m->rend && m->rwords && m->tr;
+    ok = ok && cache_init(&m->llc, cfg->llc_sets, cfg->llc_ways);
+    for (int i = 0; ok && i < n; i++)
+        ok = cache_init(&m->l1[i], cfg->l1_sets, cfg->l1_ways)
+             && cache_init(&m->l2[i], cfg->l2_sets, cfg->l2_ways);
+    if (!ok) {
+        pm_machine_free(m);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < r; i++) {
+        m->rbase[i] = bases[i];
+        m->rend[i] = bases[i] + sizes[i];
+        m->rwords[i] = words[i];
+    }
+    m->pm_base = m->rbase[cfg->pm_index];
+    m->pm_end = m->rend[cfg->pm_index];
+    return m;
+}
+
+void pm_machine_free(pm_machine *m)
+{
+    if (m == NULL)
+        return;
+    for (int i = 0; i < m->cfg.cores; i++) {
+        if (m->l1)
+            free(m->l1[i].w);
+        if (m->l2)
+            free(m->l2[i].w);
+    }
+    free(m->llc.w);
+    free(m->l1);
+    free(m->l2);
+    free(m->st);
+    free(m->pending);
+    free(m->pcommit_wait);
+    free(m->in_fixed_pb);
+    free(m->ring);
+    free(m->bank_free);
+    free(m->rbase);
+    free(m->rend);
+    free(m->rwords);
+    free(m->tr);
+    free(m);
+}
+
+void pm_trace_reset(pm_machine *m)
+{
+    m->tlen = 0;
+    if (m->tcap > TRACE_INITIAL) {
+        pm_event *t = realloc(m->tr, TRACE_INITIAL * sizeof(pm_event));
+        if (t != NULL) {
+            m->tr = t;
+            m->tcap = TRACE_INITIAL;
+        }
+    }
+}
+
+void pm_reset_volatile(pm_machine *m)
+{
+    int n = m->cfg.cores;
+    for (int i = 0; i < n; i++) {
+        cache_clear(&m->l1[i]);
+        cache_clear(&m->l2[i]);
+    }
+    cache_clear(&m->llc);
+    memset(m->st, 0, (size_t)n * sizeof(pm_stats));
+    memset(m->pending, 0, (size_t)n * sizeof(double));
+    memset(m->pcommit_wait, 0, (size_t)n * sizeof(double));
+    memset(m->in_fixed_pb, 0, (size_t)n);
+    memset(m->ring, 0, m->cfg.wpq_entries * sizeof(double));
+    memset(m->bank_free, 0, m->cfg.banks * sizeof(double));
+    m->ring_idx = 0;
+    m->err = 0;
+    pm_trace_reset(m);
+    for (uint32_t i = 0; i < m->cfg.nregions; i++)
+        if (i != m->cfg.pm_index)
+            memset(m->rwords[i], 0, (size_t)(m->rend[i] - m->rbase[i]));
+}
+
+int pm_error(const pm_machine *m)
+{
+    return m->err;
+}
+
+uint64_t pm_load(pm_machine *m, int tid, uint64_t addr)
+{
+    uint64_t v = UINT64_MAX;
+    m->err = do_load(m, tid, addr, &v);
+    return v;
+}
+
+int pm_store(pm_machine *m, int tid, uint64_t addr, uint64_t value)
+{
+    return do_store(m, tid, addr, value);
+}
+
+int pm_ntstore(pm_machine *m, int tid, uint64_t addr, uint64_t value)
+{
+    return do_ntstore(m, tid, addr, value);
+}
+
+int pm_clflush(pm_machine *m, int tid, uint64_t addr)
+{
+    return do_flush(m, tid, addr, EV_CLFLUSH);
+}
+
+int pm_clflushopt(pm_machine *m, int tid, uint64_t addr)
+{
+    return do_flush(m, tid, addr, EV_CLFLUSHOPT);
+}
+
+int pm_clwb(pm_machine *m, int tid, uint64_t addr)
+{
+    return do_flush(m, tid, addr, EV_CLWB);
+}
+
+int pm_sfence(pm_machine *m, int tid)
+{
+    return do_fence(m, tid, EV_SFENCE);
+}
+
+int pm_mfence(pm_machine *m, int tid)
+{
+    return do_fence(m, tid, EV_MFENCE);
+}
+
+int pm_pcommit(pm_machine *m, int tid)
+{
+    return do_pcommit(m, tid);
+}
+
+uint64_t pm_cas(pm_machine *m, int tid, uint64_t addr, uint64_t expected, uint64_t value)
+{
+    uint64_t old = UINT64_MAX;
+    m->err = do_rmw(m, tid, addr, 1, expected, value, &old);
+    return old;
+}
+
+uint64_t pm_xchg(pm_machine *m, int tid, uint64_t addr, uint64_t value)
+{
+    uint64_t old = UINT64_MAX;
+    m->err = do_rmw(m, tid, addr, 0, 0, value, &old);
+    return old;
+}
+
+int pm_work(pm_machine *m, int tid, double ns)
+{
+    return do_work(m, tid, ns);
+}
+
+int pm_mark(pm_machine *m, int tid, uint32_t code, uint64_t value)
+{
+    return do_mark(m, tid, code, value);
+}
+
+int pm_persist_barrier(pm_machine *m, int tid)
+{
+    return do_persist_barrier(m, tid);
+}
+
+double pm_get_clock(const pm_machine *m, int tid)
+{
+    if (bad_tid(m, tid)) {
+        double nan;
+        uint64_t bits = 0x7ff8000000000000ULL;
+        memcpy(&nan, &bits, sizeof nan);
+        return nan;
+    }
+    return m->st[tid].time_ns;
+}
+
+int pm_set_clock(pm_machine *m, int tid, double t)
+{
+    if (bad_tid(m, tid))
+        return PM_ERR_TID;
+    m->st[tid].time_ns = t;
+    return 0;
+}
+
+int64_t pm_run_batch(pm_machine *m, const pm_op *ops, size_t n, uint64_t *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        const pm_op *o = &ops[i];
+        int tid = o->tid;
+        uint64_t v = 0;
+        int err;
+        switch (o->op) {
+        case OP_LOAD:
+            err = do_load(m, tid, o->addr, &v);
+            break;
+        case OP_STORE:
+            err = do_store(m, tid, o->addr, o->value);
+            break;
+        case OP_NTSTORE:
+            err = do_ntstore(m, tid, o->addr, o->value);
+            break;
+        case OP_CLFLUSH:
+            err = do_flush(m, tid, o->addr, EV_CLFLUSH);
+            break;
+        case OP_CLFLUSHOPT:
+            err = do_flush(m, tid, o->addr, EV_CLFLUSHOPT);
+            break;
+        case OP_CLWB:
+            err = do_flush(m, tid, o->addr, EV_CLWB);
+            break;
+        case OP_SFENCE:
+            err = do_fence(m, tid, EV_SFENCE);
+            break;
+        case OP_MFENCE:
+            err = do_fence(m, tid, EV_MFENCE);
+            break;
+        case OP_PCOMMIT:
+            err = do_pcommit(m, tid);
+            break;
+        case OP_CAS:
+            err = do_rmw(m, tid, o->addr, 1, o->value, o->arg, &v);
+            break;
+        case OP_XCHG:
+            err = do_rmw(m, tid, o->addr, 0, 0, o->value, &v);
+            break;
+        case OP_WORK: {
+            double ns;
+            memcpy(&ns, &o->arg, sizeof ns);
+            err = do_work(m, tid, ns);
+            break;
+        }
+        case OP_MARK:
+            err = do_mark(m, tid, o->aux, o->value);
+            break;
+        case OP_PB:
+            err = do_persist_barrier(m, tid);
+            break;
+        default:
+            err = PM_ERR_OP;
+        }
+        if (err) {
+            m->err = err;
+            return (int64_t)i;
+        }
+        out[i] = v;
+    }
+    m->err = 0;
+    return -1;
+}
+
+void pm_get_stats(const pm_machine *m, pm_stats *out)
+{
+    memcpy(out, m->st, (size_t)m->cfg.cores * sizeof(pm_stats));
+}
+
+size_t pm_trace_len(const pm_machine *m)
+{
+    return m->tlen;
+}
+
+void pm_trace_copy(const pm_machine *m, pm_event *out, size_t n)
+{
+    if (n > m->tlen)
+        n = m->tlen;
+    if (n)
+        memcpy(out, m->tr, n * sizeof(pm_event));
+}

@@ -1,0 +1,114 @@
+/* The timed machine engine: the C twin of pmsim/hw/reference.py's PyEngine.
+
+   Caches (per-core L1 and L2, shared LLC; write-back, LRU by per-cache stamps), coherence,
+   the WPQ ring and media banks, the persistence trace and per-thread statistics. Every rule,
+   and the order of every floating-point operation, mirrors the reference engine so that both
+   produce identical statistics and traces. The functional memory is the caller's: one array of
+   8-byte words per region (the NumPy arrays of reference.Memory), reached through pointers.
+
+   Instruction entry points return 0, or an error code (PM_ERR_*) and leave the machine as it
+   was; pm_load/pm_cas/pm_xchg return the value and report errors through pm_error(). */
+#ifndef PMSIM_MACHINE_H
+#define PMSIM_MACHINE_H
+#include "common.h"
+
+/* error codes */
+enum {
+    PM_ERR_ADDR = 1,   /* unaligned, or outside every region */
+    PM_ERR_TID = 2,    /* thread id out of range */
+    PM_ERR_OP = 3,     /* unknown batch op code */
+    PM_ERR_NOMEM = 4   /* the trace could not grow */
+};
+
+typedef struct pm_config {
+    int cores;
+    uint32_t l1_sets, l1_ways, l2_sets, l2_ways, llc_sets, llc_ways;
+    double l1_ns, l2_ns, llc_ns;
+    double pm_read_ns, pm_write_ns, to_wpq_ns;
+    uint32_t banks, wpq_entries;
+    double dram_ns;
+    double store_ns, flush_ns, fence_ns, rmw_ns, pcommit_ns, snoop_ns;
+    int domain;          /* 0, 1 or 2 (PDOM-n) */
+    int fixed_barrier;   /* 1: persist barriers cost barrier_ns */
+    double barrier_ns;
+    uint32_t nregions;   /* regions sorted by base */
+    uint32_t pm_index;   /* which of them is the traced PM region */
+} pm_config;
+
+/* One record of the persistence trace (TRACE_DTYPE). */
+typedef struct pm_event {
+    uint8_t kind;
+    uint8_t pad;
+    uint16_t tid;
+    uint32_t aux;
+    uint64_t addr;
+    uint64_t value;
+    double time;
+} pm_event;
+
+/* One operation of a batch (BATCH_DTYPE). */
+typedef struct pm_op {
+    uint8_t op;
+    uint8_t pad;
+    uint16_t tid;
+    uint32_t aux;
+    uint64_t addr;
+    uint64_t value;
+    uint64_t arg;
+} pm_op;
+
+/* Per-thread statistics (STATS_DTYPE); time_ns holds the thread's clock. */
+typedef struct pm_stats {
+    uint64_t loads, stores, ntstores, rmws;
+    uint64_t l1_hits, l1_misses, l2_hits, l2_misses, llc_hits, llc_misses;
+    uint64_t snoops, writebacks;
+    uint64_t clflush, clflushopt, clwb, sfence, mfence, pcommit, persist_barriers;
+    uint64_t wpq_inserts, wpq_occ_sum, wpq_occ_max;
+    uint64_t pm_read_bytes, pm_write_bytes, dram_read_bytes, dram_write_bytes;
+    double wpq_stall_ns, barrier_stall_ns, work_ns, time_ns;
+} pm_stats;
+
+typedef struct pm_machine pm_machine;
+
+/* A machine over the caller's region arrays (bases[i], sizes[i] in bytes, words[i] the
+   region's 8-byte words); NULL when out of memory. */
+pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const uint64_t *sizes,
+                           uint64_t **words);
+void pm_machine_free(pm_machine *m);
+/* Power cycle: empty caches and WPQ, zero clocks, stats, trace and non-PM regions. */
+void pm_reset_volatile(pm_machine *m);
+
+/* The error code of the last failed pm_load/pm_cas/pm_xchg (0 if it succeeded). */
+int pm_error(const pm_machine *m);
+
+uint64_t pm_load(pm_machine *m, int tid, uint64_t addr);
+int pm_store(pm_machine *m, int tid, uint64_t addr, uint64_t value);
+int pm_ntstore(pm_machine *m, int tid, uint64_t addr, uint64_t value);
+int pm_clflush(pm_machine *m, int tid, uint64_t addr);
+int pm_clflushopt(pm_machine *m, int tid, uint64_t addr);
+int pm_clwb(pm_machine *m, int tid, uint64_t addr);
+int pm_sfence(pm_machine *m, int tid);
+int pm_mfence(pm_machine *m, int tid);
+int pm_pcommit(pm_machine *m, int tid);
+uint64_t pm_cas(pm_machine *m, int tid, uint64_t addr, uint64_t expected, uint64_t value);
+uint64_t pm_xchg(pm_machine *m, int tid, uint64_t addr, uint64_t value);
+int pm_work(pm_machine *m, int tid, double ns);
+int pm_mark(pm_machine *m, int tid, uint32_t code, uint64_t value);
+int pm_persist_barrier(pm_machine *m, int tid);
+
+/* Clock of thread tid (NaN if tid is out of range). */
+double pm_get_clock(const pm_machine *m, int tid);
+int pm_set_clock(pm_machine *m, int tid, double t);
+
+/* Run ops[0..n) writing loaded/old values (0 otherwise) to out; returns -1, or the index of
+   the op that failed (its error in pm_error; the ops before it have run). */
+int64_t pm_run_batch(pm_machine *m, const pm_op *ops, size_t n, uint64_t *out);
+
+/* Statistics of every thread (cores records, time_ns = clock) copied to out. */
+void pm_get_stats(const pm_machine *m, pm_stats *out);
+size_t pm_trace_len(const pm_machine *m);
+/* Copy trace records [0, n) to out (n <= pm_trace_len). */
+void pm_trace_copy(const pm_machine *m, pm_event *out, size_t n);
+void pm_trace_reset(pm_machine *m);
+
+#endif

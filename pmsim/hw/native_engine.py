@@ -1,0 +1,323 @@
+"""The C machine engine: the same instructions, rules and results as :class:`PyEngine`, in C.
+
+``CEngine`` wraps ``csrc/machine.c``. It keeps the functional memory in the NumPy arrays of a
+:class:`~pmsim.hw.reference.Memory` (``engine.mem``), which the C code reads and writes through
+pointers, so ``Machine.peek``/``poke``/``pm_image``/``load_pm_image`` work unchanged. Modify
+those arrays in place only; replacing one would detach it from the engine.
+
+Instruction methods are plain closures over the cffi functions (one Python frame per
+instruction); errors are detected in C before any state changes and turned into the same
+:class:`~pmsim.errors.ConfigError` the reference raises. ``run_batch`` runs a whole
+``BATCH_DTYPE`` array in one C call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+import numpy as np
+
+from ..cache import native
+from ..config import MachineConfig
+from ..errors import BuildError, ConfigError
+from ..stats import STATS_DTYPE
+from ..trace import TRACE_DTYPE
+from .reference import (
+    BATCH_DTYPE,
+    OP_CAS,
+    OP_CLFLUSH,
+    OP_CLFLUSHOPT,
+    OP_CLWB,
+    OP_LOAD,
+    OP_NTSTORE,
+    OP_STORE,
+    OP_XCHG,
+    Memory,
+)
+
+_DOMAINS = {"pdom0": 0, "pdom1": 1, "pdom2": 2}
+_FLUSH_OPS = (OP_CLFLUSH, OP_CLFLUSHOPT, OP_CLWB)
+_ADDR_OPS = (OP_LOAD, OP_STORE, OP_NTSTORE, OP_CAS, OP_XCHG, *_FLUSH_OPS)
+_U64_MAX = (1 << 64) - 1
+
+
+def _lib() -> tuple[Any, Any]:
+    """The cffi ffi and lib of the C core, or a BuildError saying how to get them."""
+    if native.lib is None or not hasattr(native.lib, "pm_machine_new"):
+        raise BuildError("the C machine engine is not built. Run `python setup.py build_ext "
+                         "--inplace` (or `make test`) in the pmsim checkout, or use "
+                         "backend='python'.")
+    return native.ffi, native.lib
+
+
+def check_layouts(ffi: Any) -> None:
+    """Fail loudly if a C record and its NumPy dtype disagree (field names, offsets, size)."""
+    for ctype, dtype in (("pm_stats", STATS_DTYPE), ("pm_event", TRACE_DTYPE),
+                         ("pm_op", BATCH_DTYPE)):
+        c_fields = [(name, f.offset) for name, f in ffi.typeof(ctype).fields]
+        np_fields = [(name, dtype.fields[name][1]) for name in dtype.names]
+        if c_fields != np_fields or ffi.sizeof(ctype) != dtype.itemsize:
+            raise BuildError(f"C struct {ctype} does not match its NumPy dtype: {c_fields} vs "
+                             f"{np_fields}. Rebuild the C core from matching sources.")
+
+
+def _config(ffi: Any, cfg: MachineConfig, mem: Memory) -> Any:
+    c = ffi.new("pm_config *")
+    cc = cfg.cache
+    c.cores = cfg.cores
+    c.l1_sets, c.l1_ways, c.l1_ns = cc.l1.sets, cc.l1.ways, float(cc.l1.latency_ns)
+    c.l2_sets, c.l2_ways, c.l2_ns = cc.l2.sets, cc.l2.ways, float(cc.l2.latency_ns)
+    c.llc_sets, c.llc_ways, c.llc_ns = cc.llc.sets, cc.llc.ways, float(cc.llc.latency_ns)
+    c.pm_read_ns, c.pm_write_ns = float(cfg.pm.read_ns), float(cfg.pm.write_ns)
+    c.to_wpq_ns, c.banks, c.wpq_entries = float(cfg.pm.to_wpq_ns), cfg.pm.banks, cfg.pm.wpq_entries
+    c.dram_ns = float(cfg.dram.latency_ns)
+    k = cfg.costs
+    c.store_ns, c.flush_ns, c.fence_ns = float(k.store_ns), float(k.flush_ns), float(k.fence_ns)
+    c.rmw_ns, c.pcommit_ns, c.snoop_ns = float(k.rmw_ns), float(k.pcommit_ns), float(k.snoop_ns)
+    c.domain = _DOMAINS[cfg.domain]
+    c.fixed_barrier = 1 if cfg.barrier == "fixed" else 0
+    c.barrier_ns = float(cfg.barrier_ns)
+    c.nregions = len(mem.regions)
+    c.pm_index = mem.pm_index
+    return c
+
+
+class CEngine:
+    """The C engine. Every instruction takes the thread id first, exactly like PyEngine."""
+
+    backend = "c"
+
+    load: Callable[[int, int], int]
+    store: Callable[[int, int, int], None]
+    ntstore: Callable[[int, int, int], None]
+    clflush: Callable[[int, int], None]
+    clflushopt: Callable[[int, int], None]
+    clwb: Callable[[int, int], None]
+    sfence: Callable[[int], None]
+    mfence: Callable[[int], None]
+    pcommit: Callable[[int], None]
+    cas: Callable[[int, int, int, int], int]
+    xchg: Callable[[int, int, int], int]
+    work: Callable[[int, float], None]
+    mark: Callable[[int, int, int], None]
+    persist_barrier: Callable[[int], None]
+    get_clock: Callable[[int], float]
+    set_clock: Callable[[int, float], None]
+
+    def __init__(self, cfg: MachineConfig) -> None:
+        ffi, lib = _lib()
+        check_layouts(ffi)
+        self.cfg = cfg
+        self.mem = Memory(cfg)
+        self._ffi, self._lib = ffi, lib
+        self._words = [ffi.from_buffer("uint64_t[]", a) for a in self.mem.arrays]
+        bases = ffi.new("uint64_t[]", [r.base for r in self.mem.regions])
+        sizes = ffi.new("uint64_t[]", [r.size for r in self.mem.regions])
+        raw = lib.pm_machine_new(_config(ffi, cfg, self.mem), bases, sizes,
+                                 ffi.new("uint64_t *[]", self._words))
+        if raw == ffi.NULL:
+            raise MemoryError("not enough memory for the machine's caches; use smaller caches "
+                              "or fewer cores")
+        self._m = ffi.gc(raw, lib.pm_machine_free)
+        self._bind()
+
+    # -- errors ----------------------------------------------------------------------------------
+    def _diagnose(self, tid: int, addr: int | None, flush: bool = False) -> None:
+        """Raise the reference engine's error for a bad address, then for a bad thread."""
+        if addr is not None:
+            self.mem.locate(addr & ~7 if flush else addr)
+        n = self.cfg.cores
+        if not isinstance(tid, int) or not 0 <= tid < n:
+            raise ConfigError(f"thread {tid} does not exist: the machine has {n} cores "
+                              f"(threads 0..{n - 1})")
+
+    def _fail(self, code: int, tid: int, addr: int | None, flush: bool = False) -> NoReturn:
+        if code == self._lib.PM_ERR_NOMEM:
+            raise MemoryError("the persistence trace cannot grow: call reset_trace() (or "
+                              "Machine.reset_trace) between phases of a long run")
+        self._diagnose(tid, addr, flush)
+        raise AssertionError(f"C engine error {code} for thread {tid}, address {addr!r} "
+                             "that the checks accept")
+
+    # -- instructions: closures over the cffi functions (the per-instruction hot path) -----------
+    def _bind(self) -> None:
+        m, lib = self._m, self._lib
+        fail, diagnose = self._fail, self._diagnose
+        err = lib.pm_error
+
+        def with_addr(f: Any, flush: bool = False) -> Any:
+            def op(tid: int, addr: int) -> None:
+                try:
+                    code = f(m, tid, addr)
+                except OverflowError:
+                    diagnose(tid, addr, flush)
+                    raise
+                if code:
+                    fail(code, tid, addr, flush)
+            return op
+
+        def with_value(f: Any) -> Any:
+            def op(tid: int, addr: int, value: int) -> None:
+                try:
+                    code = f(m, tid, addr, value)
+                except OverflowError:
+                    diagnose(tid, addr)
+                    raise
+                if code:
+                    fail(code, tid, addr)
+            return op
+
+        def no_addr(f: Any) -> Any:
+            def op(tid: int) -> None:
+                try:
+                    code = f(m, tid)
+                except OverflowError:
+                    diagnose(tid, None)
+                    raise
+                if code:
+                    fail(code, tid, None)
+            return op
+
+        f_load, f_cas, f_xchg = lib.pm_load, lib.pm_cas, lib.pm_xchg
+
+        def load(tid: int, addr: int) -> int:
+            try:
+                v = f_load(m, tid, addr)
+            except OverflowError:
+                diagnose(tid, addr)
+                raise
+            if v == _U64_MAX and err(m):
+                fail(err(m), tid, addr)
+            return v
+
+        def cas(tid: int, addr: int, expected: int, new: int) -> int:
+            """Compare-and-swap; returns the old value (the swap happened iff it equals expected)."""
+            try:
+                v = f_cas(m, tid, addr, expected, new)
+            except OverflowError:
+                diagnose(tid, addr)
+                raise
+            if v == _U64_MAX and err(m):
+                fail(err(m), tid, addr)
+            return v
+
+        def xchg(tid: int, addr: int, value: int) -> int:
+            try:
+                v = f_xchg(m, tid, addr, value)
+            except OverflowError:
+                diagnose(tid, addr)
+                raise
+            if v == _U64_MAX and err(m):
+                fail(err(m), tid, addr)
+            return v
+
+        f_work, f_mark, f_get, f_set = lib.pm_work, lib.pm_mark, lib.pm_get_clock, lib.pm_set_clock
+
+        def work(tid: int, ns: float) -> None:
+            try:
+                code = f_work(m, tid, ns)
+            except OverflowError:
+                diagnose(tid, None)
+                raise
+            if code:
+                fail(code, tid, None)
+
+        def mark(tid: int, code: int, value: int) -> None:
+            try:
+                rc = f_mark(m, tid, code, value)
+            except OverflowError:
+                diagnose(tid, None)
+                raise
+            if rc:
+                fail(rc, tid, None)
+
+        def get_clock(tid: int) -> float:
+            try:
+                t = f_get(m, tid)
+            except OverflowError:
+                diagnose(tid, None)
+                raise
+            if t != t:  # NaN: a bad thread id, or a clock made NaN by the caller
+                diagnose(tid, None)
+            return t
+
+        def set_clock(tid: int, t: float) -> None:
+            try:
+                code = f_set(m, tid, t)
+            except OverflowError:
+                diagnose(tid, None)
+                raise
+            if code:
+                fail(code, tid, None)
+
+        self.load, self.cas, self.xchg = load, cas, xchg
+        self.store, self.ntstore = with_value(lib.pm_store), with_value(lib.pm_ntstore)
+        self.clflush = with_addr(lib.pm_clflush, True)
+        self.clflushopt = with_addr(lib.pm_clflushopt, True)
+        self.clwb = with_addr(lib.pm_clwb, True)
+        self.sfence, self.mfence = no_addr(lib.pm_sfence), no_addr(lib.pm_mfence)
+        self.pcommit, self.persist_barrier = no_addr(lib.pm_pcommit), no_addr(lib.pm_persist_barrier)
+        self.work, self.mark = work, mark
+        self.get_clock, self.set_clock = get_clock, set_clock
+
+    # -- state -----------------------------------------------------------------------------------
+    def reset_volatile(self) -> None:
+        """Power cycle: empty caches and WPQ, zero clocks, stats, trace and DRAM; keep PM."""
+        self._lib.pm_reset_volatile(self._m)
+
+    def get_stats(self) -> np.ndarray:
+        """Per-thread statistics (STATS_DTYPE), ``time_ns`` holding each thread's clock."""
+        out = np.zeros(self.cfg.cores, dtype=STATS_DTYPE)
+        self._lib.pm_get_stats(self._m, self._ffi.cast("pm_stats *", self._ffi.from_buffer(out)))
+        return out
+
+    def trace(self) -> np.ndarray:
+        """A copy of the persistence trace (TRACE_DTYPE)."""
+        n = self._lib.pm_trace_len(self._m)
+        out = np.zeros(n, dtype=TRACE_DTYPE)
+        if n:
+            self._lib.pm_trace_copy(self._m, self._ffi.cast("pm_event *", self._ffi.from_buffer(out)),
+                                    n)
+        return out
+
+    def reset_trace(self) -> None:
+        self._lib.pm_trace_reset(self._m)
+
+    def trace_len(self) -> int:
+        return int(self._lib.pm_trace_len(self._m))
+
+    # -- batches ---------------------------------------------------------------------------------
+    def run_batch(self, ops: np.ndarray) -> np.ndarray:
+        """Run a batch of BATCH_DTYPE operations in one C call; return the loaded/old values.
+
+        A failing op raises the reference's error after the ops before it have run; the
+        error carries a note naming the op's index.
+        """
+        if not isinstance(ops, np.ndarray) or ops.dtype != BATCH_DTYPE or ops.ndim != 1:
+            got = ops.dtype if isinstance(ops, np.ndarray) else type(ops).__name__
+            raise ConfigError(f"run_batch needs a 1-D NumPy array of BATCH_DTYPE, got {got}; "
+                              "build it with np.zeros(n, dtype=BATCH_DTYPE)")
+        n = len(ops)
+        out = np.zeros(n, dtype=np.uint64)
+        if n == 0:
+            return out
+        ops = np.ascontiguousarray(ops)
+        ffi = self._ffi
+        i = self._lib.pm_run_batch(self._m, ffi.cast("pm_op *", ffi.from_buffer(ops)), n,
+                                   ffi.cast("uint64_t *", ffi.from_buffer(out)))
+        if i >= 0:
+            self._batch_error(int(i), ops[i])
+        return out
+
+    def _batch_error(self, i: int, o: np.void) -> NoReturn:
+        code = self._lib.pm_error(self._m)
+        op = int(o["op"])
+        if code == self._lib.PM_ERR_OP:
+            raise ConfigError(f"batch op {i}: unknown op code {op}")
+        addr = int(o["addr"]) if op in _ADDR_OPS else None
+        try:
+            self._fail(code, int(o["tid"]), addr, op in _FLUSH_OPS)
+        except (ConfigError, MemoryError) as e:
+            e.add_note(f"raised by batch op {i} (op code {op})")
+            raise
