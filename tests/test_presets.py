@@ -1,0 +1,115 @@
+"""Named presets: each builds, validates, round-trips, runs, and cites a source."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from pmsim import Machine, MachineConfig
+from pmsim.errors import UnknownNameError
+from pmsim.presets import PRESETS, preset
+
+NAMES = sorted(PRESETS)
+
+
+def _need(backend: str) -> None:
+    if backend == "c" and importlib.util.find_spec("pmsim.hw.native_engine") is None:
+        pytest.skip("the C engine module pmsim.hw.native_engine does not exist yet")
+
+
+def test_the_documented_presets_exist() -> None:
+    expected = {"default", "optane-adr", "eadr", "pdom0", "marathe-pdom0", "marathe-pdom1",
+                "marathe-pdom2", "proteus-marss", "loc-gem5"}
+    assert expected <= set(PRESETS)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_preset_builds_and_validates(name: str) -> None:
+    cfg = preset(name)
+    assert isinstance(cfg, MachineConfig)
+    # rebuilding from its fields runs validation again
+    assert MachineConfig.from_dict(cfg.to_dict()) == cfg
+    assert preset(name) == cfg  # a factory: same config every time
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_preset_round_trips_json_and_yaml(name: str) -> None:
+    cfg = preset(name)
+    assert MachineConfig.from_json(cfg.to_json()) == cfg
+    assert MachineConfig.from_yaml(cfg.to_yaml()) == cfg
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_preset_names_a_source(name: str) -> None:
+    factory, source = PRESETS[name]
+    assert callable(factory)
+    assert isinstance(source, str) and len(source.strip()) >= 20
+
+
+def test_sources_cite_their_papers() -> None:
+    assert "gem5" in PRESETS["optane-adr"][1]
+    assert "Marathe" in PRESETS["marathe-pdom2"][1]
+    assert "Proteus" in PRESETS["proteus-marss"][1]
+    assert "LOC" in PRESETS["loc-gem5"][1]
+
+
+def test_domains_and_barriers_match_their_names() -> None:
+    assert preset("optane-adr").domain == "pdom1"
+    assert preset("eadr").domain == "pdom2"
+    assert preset("pdom0").domain == "pdom0"
+    for dom, ns in (("pdom0", 500.0), ("pdom1", 100.0), ("pdom2", 0.0)):
+        cfg = preset(f"marathe-{dom}")
+        assert cfg.domain == dom
+        assert cfg.barrier == "fixed" and cfg.barrier_ns == ns
+    assert preset("default") == MachineConfig()
+
+
+def test_variants_differ_only_where_their_source_says() -> None:
+    adr = preset("optane-adr")
+    assert preset("eadr") == adr.replace(domain="pdom2")
+    assert preset("pdom0") == adr.replace(domain="pdom0")
+
+
+def test_numbers_from_the_cited_tables() -> None:
+    opt = preset("optane-adr")
+    assert (opt.pm.read_ns, opt.pm.write_ns, opt.pm.wpq_entries, opt.pm.banks) == (150.0, 500.0, 128, 16)
+    pro = preset("proteus-marss")
+    assert pro.cores == 4
+    assert pro.pm.read_ns == 50.0 and pro.pm.write_ns == 150.0 and pro.pm.wpq_entries == 64
+    assert pro.cache.llc.latency_ns == pytest.approx(42 / 3.4)
+    assert pro.cache.llc.size_kib == 8192 and pro.cache.llc.ways == 16
+    loc = preset("loc-gem5")
+    assert loc.cache.l1.ways == 2 and loc.cache.llc.size_kib == 1024 and loc.pm.banks == 8
+
+
+def test_unknown_preset_suggests_the_closest() -> None:
+    with pytest.raises(UnknownNameError) as ei:
+        preset("optane-ard")
+    msg = str(ei.value)
+    assert "unknown preset 'optane-ard'" in msg
+    assert "Did you mean 'optane-adr'" in msg
+    assert "loc-gem5" in msg  # the known names are listed
+
+
+def test_unknown_preset_without_close_match_lists_names() -> None:
+    with pytest.raises(UnknownNameError) as ei:
+        preset("zzzzzz")
+    assert "Did you mean" not in str(ei.value)
+    assert "default" in str(ei.value)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_preset_runs_a_persist_barrier(name: str, backend: str) -> None:
+    _need(backend)
+    m = Machine(preset(name), backend=backend)
+    cpu = m.cpu(0)
+    a = m.pm.base + 4096
+    cpu.store(a, 0xABC)
+    cpu.clwb(a)
+    cpu.persist_barrier()
+    assert cpu.load(a) == 0xABC
+    s = m.stats()[0]
+    assert s["persist_barriers"] == 1 and s["wpq_inserts"] == 1 and s["clwb"] == 1
+    assert s["time_ns"] > 0
+    assert len(m.cpus) == m.config.cores
