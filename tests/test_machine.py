@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pmsim import Machine, MachineConfig
 from pmsim.config import CacheConfig, CacheLevel, Region
@@ -890,3 +892,60 @@ def test_peek_bytes_accepts_unaligned_addresses(backend: str) -> None:
     m = mk(backend)
     m.poke(PM, 0x0807060504030201)
     assert m.peek_bytes(PM + 5, 3) == bytes([6, 7, 8])
+
+
+def test_locked_runs_are_deterministic(backend: str) -> None:
+    runs = []
+    for _ in range(2):
+        m = mk(backend)
+        lock = m.lock()
+        log: list[tuple[int, float, float]] = []
+        for t in range(2):
+            m.spawn(_locked_worker, t, lock, log, 4)
+        m.run()
+        runs.append((log, m.trace().events, m.stats()))
+    assert runs[0][0] == runs[1][0]
+    assert np.array_equal(runs[0][1], runs[1][1]) and np.array_equal(runs[0][2], runs[1][2])
+
+
+WORDS = [PM + 8 * i for i in (0, 1, 8, 9, 64, 512, 513)] + [DRAM + 8 * i for i in (0, 8, 64)]
+mem_ops = st.lists(st.tuples(
+    st.sampled_from(["store", "ntstore", "load", "cas", "xchg", "clwb", "clflush", "clflushopt",
+                     "sfence", "persist_barrier"]),
+    st.integers(0, 1), st.sampled_from(WORDS), st.integers(0, 3), st.integers(0, 2**64 - 1)),
+    max_size=80)
+
+
+@settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mem_ops, st.sampled_from(["pdom0", "pdom1", "pdom2"]))
+def test_memory_contents_match_a_flat_model(backend: str, program: list[tuple[str, int, int, int, int]],
+                                            domain: str) -> None:
+    m = mk(backend, TINY, domain=domain)
+    model: dict[int, int] = {}
+    pm_stores = 0
+    for op, tid, addr, small, big in program:
+        cpu = m.cpu(tid)
+        old = model.get(addr, 0)
+        if op in ("store", "ntstore"):
+            getattr(cpu, op)(addr, big)
+            model[addr] = big
+            pm_stores += addr < DRAM
+        elif op == "load":
+            assert cpu.load(addr) == old
+        elif op == "cas":
+            assert cpu.cas(addr, small, big) == old
+            if old == small:
+                model[addr] = big
+        elif op == "xchg":
+            assert cpu.xchg(addr, small) == old
+            model[addr] = small
+        elif op in ("clwb", "clflush", "clflushopt"):
+            getattr(cpu, op)(addr)
+        else:
+            getattr(cpu, op)()
+    for addr in WORDS:
+        assert m.peek(addr) == model.get(addr, 0)
+    ev = m.trace().events
+    assert int(np.isin(ev["kind"], [Ev.STORE, Ev.NTSTORE]).sum()) == pm_stores
+    times = {t: ev[ev["tid"] == t]["time"] for t in (0, 1)}
+    assert all((np.diff(x) >= 0).all() for x in times.values())

@@ -324,3 +324,11 @@ def test_empty_batch(backend: str) -> None:
 def test_python_engine_is_the_reference() -> None:
     assert PyEngine.backend == "python"
     assert isinstance(make_engine(CFG, "python"), PyEngine)
+
+
+def test_an_entry_draining_at_acceptance_time_is_not_occupied(backend: str) -> None:
+    eng = engine_for(backend, **{"pm.to_wpq_ns": 0.0, "pm.write_ns": 1.0, "costs.store_ns": 1.0})
+    eng.ntstore(0, PM, 1)  # accepted at 1, drained at 2
+    eng.ntstore(0, PM + 64, 2)  # accepted at 2: the first entry has just left
+    s = eng.get_stats()[0]
+    assert (s["wpq_occ_sum"], s["wpq_occ_max"]) == (2, 1)
