@@ -262,7 +262,8 @@ def random_stream(rng: np.random.Generator, n: int, cores: int, pm: tuple[int, i
     out = []
     for k in kinds.tolist():
         base, lines = dram if rng.random() < 0.1 else pm
-        line = int(rng.integers(0, hot_lines)) if rng.random() < 0.6 else int(rng.integers(0, lines))
+        hot = rng.random() < 0.6
+        line = int(rng.integers(0, min(hot_lines, lines) if hot else lines))
         addr = base + line * 64 + 8 * int(rng.integers(0, 8))
         value = int(rng.integers(0, 4))
         arg: Any = int(rng.integers(0, 4))

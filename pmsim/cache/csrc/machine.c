@@ -36,6 +36,7 @@ typedef struct cache {
     uint64_t mask;
     uint32_t ways;
     uint64_t clock; /* LRU stamp counter, bumped on every touch and insert */
+    uint64_t used;  /* valid lines: snoops skip caches that hold none */
 } cache;
 
 struct pm_machine {
@@ -65,6 +66,7 @@ static int cache_init(cache *c, uint32_t sets, uint32_t ways)
     c->mask = (uint64_t)sets - 1;
     c->ways = ways;
     c->clock = 0;
+    c->used = 0;
     return c->w != NULL;
 }
 
@@ -72,6 +74,7 @@ static void cache_clear(cache *c)
 {
     memset(c->w, 0, (size_t)(c->mask + 1) * c->ways * sizeof(way));
     c->clock = 0;
+    c->used = 0;
 }
 
 static inline way *cache_lookup(cache *c, uint64_t line)
@@ -109,6 +112,8 @@ static inline int cache_insert(cache *c, uint64_t line, int dirty, uint64_t *vli
         *vdirty = (int)(lru->meta & 1);
         evicted = 1;
         slot = lru;
+    } else {
+        c->used++;
     }
     c->clock++;
     slot->tag = line + 1;
@@ -123,6 +128,7 @@ static inline int cache_remove(cache *c, uint64_t line)
         return 0;
     e->tag = 0;
     e->meta = 0;
+    c->used--;
     return 1;
 }
 
@@ -277,12 +283,12 @@ static int snoop_downgrade(pm_machine *m, int tid, uint64_t line)
     for (int d = 0; d < m->cfg.cores; d++) {
         if (d == tid)
             continue;
-        way *e = cache_lookup(&m->l1[d], line);
+        way *e = m->l1[d].used ? cache_lookup(&m->l1[d], line) : NULL;
         if (e != NULL && (e->meta & 1)) {
             e->meta &= ~(uint64_t)1;
             hit = 1;
         }
-        e = cache_lookup(&m->l2[d], line);
+        e = m->l2[d].used ? cache_lookup(&m->l2[d], line) : NULL;
         if (e != NULL && (e->meta & 1)) {
             e->meta &= ~(uint64_t)1;
             hit = 1;
@@ -308,8 +314,10 @@ static inline int snoop_invalidate(pm_machine *m, int tid, uint64_t line)
     for (int d = 0; d < m->cfg.cores; d++) {
         if (d == tid)
             continue;
-        hit |= cache_remove(&m->l1[d], line);
-        hit |= cache_remove(&m->l2[d], line);
+        if (m->l1[d].used)
+            hit |= cache_remove(&m->l1[d], line);
+        if (m->l2[d].used)
+            hit |= cache_remove(&m->l2[d], line);
     }
     return hit;
 }
@@ -397,6 +405,7 @@ static double flush_line(pm_machine *m, int tid, uint64_t line, int invalidate, 
             if (invalidate) {
                 e->tag = 0;
                 e->meta = 0;
+                c->used--;
             }
         }
     }

@@ -1,0 +1,123 @@
+"""Machine engine throughput: C batch replay, the same batch on the Python reference, and single
+instructions issued from Python through ``Machine.cpu(0)`` on both backends.
+
+Run ``python benchmarks/bench_machine.py`` (``--quick`` for a short run). Prints the CPU model and
+a table; the figures are wall-clock rates on this machine, not simulated time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from pmsim.hw.reference import BATCH_DTYPE, OP_LOAD, OP_STORE, PyEngine
+from pmsim.machine import Machine, make_engine
+from pmsim.presets import preset
+from pmsim.stats import format_table
+
+# where accesses land: (share, bytes of working set) from L1-sized to beyond the LLC
+TIERS = ((0.55, 16 << 10), (0.25, 512 << 10), (0.12, 8 << 20), (0.08, 16 << 20))
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def mixed_stream(n: int, base: int, loads: float = 0.8, seed: int = 1) -> np.ndarray:
+    """``n`` loads and stores of thread 0 over a working set spanning L1, L2, LLC and memory."""
+    rng = np.random.default_rng(seed)
+    shares = np.array([s for s, _ in TIERS])
+    sizes = np.array([b for _, b in TIERS], dtype=np.uint64)
+    tier = rng.choice(len(TIERS), size=n, p=shares / shares.sum())
+    words = (rng.random(n) * (sizes[tier] // 8)).astype(np.uint64)
+    ops = np.zeros(n, dtype=BATCH_DTYPE)
+    ops["op"] = np.where(rng.random(n) < loads, OP_LOAD, OP_STORE)
+    ops["addr"] = np.uint64(base) + words * np.uint64(8)
+    ops["value"] = np.arange(n, dtype=np.uint64)
+    return ops
+
+
+def timed(fn: Callable[[], object]) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def batch_rate(backend: str, ops: np.ndarray) -> tuple[float, np.ndarray]:
+    cfg = preset("optane-adr")
+    engine = make_engine(cfg, backend)
+    secs = timed(lambda: engine.run_batch(ops))
+    return len(ops) / secs, engine.get_stats()
+
+
+def single_op_rate(backend: str, n: int) -> float:
+    """Alternating stores and loads issued one call at a time through a Cpu."""
+    m = Machine(preset("optane-adr"), backend=backend)
+    cpu = m.cpu(0)
+    store, load = cpu.store, cpu.load
+    base = m.pm.base
+
+    def run() -> None:
+        for i in range(n // 2):
+            a = base + ((i * 8) & 0x3FFF8)
+            store(a, i)
+            load(a)
+
+    return n / timed(run)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--accesses", type=int, default=5_000_000, help="C batch length")
+    ap.add_argument("--py-accesses", type=int, default=100_000, help="Python batch length")
+    ap.add_argument("--ops", type=int, default=1_000_000, help="single ops on the C backend")
+    ap.add_argument("--py-ops", type=int, default=100_000, help="single ops on the Python backend")
+    ap.add_argument("--quick", action="store_true", help="a tenth of every count")
+    a = ap.parse_args()
+    if a.quick:
+        a.accesses, a.py_accesses, a.ops, a.py_ops = (max(x // 10, 1000) for x in
+                                                       (a.accesses, a.py_accesses, a.ops, a.py_ops))
+    base = preset("optane-adr").pm_region.base
+    print(f"CPU: {cpu_model()}; Python {platform.python_version()}; preset optane-adr")
+
+    ops = mixed_stream(a.accesses, base)
+    c_rate, c_stats = batch_rate("c", ops)
+    py_ops = ops[: a.py_accesses]
+    py_rate, _ = batch_rate("python", py_ops)
+    # the Python prefix must give the C engine's statistics for the same prefix
+    check = make_engine(preset("optane-adr"), "c")
+    check.run_batch(py_ops)
+    ref = PyEngine(preset("optane-adr"))
+    ref.run_batch(py_ops)
+    same = check.get_stats().tobytes() == ref.get_stats().tobytes()
+
+    s = c_stats[0]
+    hits = [int(s[k]) for k in ("l1_hits", "l2_hits", "llc_hits", "llc_misses")]
+    total = sum(hits)
+    mix = " / ".join(f"{100 * h / total:.0f}%" for h in hits)
+    rows = [
+        {"benchmark": "batch replay, 80% loads (C)", "count": a.accesses,
+         "rate_per_s": c_rate, "note": f"L1/L2/LLC/mem = {mix}"},
+        {"benchmark": "batch replay, 80% loads (Python)", "count": a.py_accesses,
+         "rate_per_s": py_rate, "note": f"C/Python = {c_rate / py_rate:.0f}x; stats equal: {same}"},
+        {"benchmark": "single ops via Machine.cpu(0) (C)", "count": a.ops,
+         "rate_per_s": single_op_rate("c", a.ops), "note": "store+load pairs"},
+        {"benchmark": "single ops via Machine.cpu(0) (Python)", "count": a.py_ops,
+         "rate_per_s": single_op_rate("python", a.py_ops), "note": "store+load pairs"},
+    ]
+    print(format_table(rows, floatfmt="{:,.0f}"))
+
+
+if __name__ == "__main__":
+    main()
