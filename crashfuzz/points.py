@@ -1,0 +1,161 @@
+"""Crash-point selection: where to stop the machine, and what the oracle knew there.
+
+A :class:`CrashPoint` ``k`` means "the crash happens after trace events ``[0, k)``". It carries
+``since = j``: its state space is the union of the states of every point in ``(j, k]``, so a
+few points can stand for all of them.
+
+Choices:
+
+* ``reduced`` (default, complete): a point just before each fence-like event (SFENCE, MFENCE,
+  RMW), just before and just after each MARK, and at the end; ``since`` is the previous
+  point. Lower bounds only rise when a fence completes, so in PDOM-0/1 the union over an
+  interval equals the states at its last point; in PDOM-2 it is a range of prefixes of the
+  global store order. The point just *before* a MARK (a deviation from "only after") keeps
+  the oracle exact: inside an interval the marker counts are constant, so every state of the
+  interval is checked against the counts that held when it was reachable.
+* ``every``: every index ``0..n``, ``since = k - 1``.
+* ``sampled``: ``n`` distinct indices drawn uniformly, ``since = k - 1``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pmsim.errors import ConfigError, unknown
+from pmsim.trace import Ev, Mark, Trace
+
+POINT_KINDS = ("reduced", "every", "sampled")
+_FENCES = (int(Ev.SFENCE), int(Ev.MFENCE), int(Ev.RMW))
+
+
+class MarkLog:
+    """The trace's MARK events by code: event index, thread and transaction id, in trace order."""
+
+    def __init__(self, trace: Trace) -> None:
+        ev = trace.events
+        pos = np.nonzero(ev["kind"] == Ev.MARK)[0]
+        self.index = pos.astype(np.int64)
+        self.code = ev["aux"][pos].astype(np.int64)
+        self.tid = ev["tid"][pos].astype(np.int64)
+        self.txid = ev["value"][pos].astype(np.int64)
+
+    def _upto(self, code: int, k: int) -> np.ndarray:
+        return (self.code == code) & (self.index < k)
+
+    def count(self, code: int, k: int) -> int:
+        """Markers of ``code`` among events ``[0, k)``."""
+        return int(self._upto(code, k).sum())
+
+    def ids(self, code: int, k: int) -> tuple[int, ...]:
+        """Transaction ids of the ``code`` markers before ``k``, in trace order."""
+        return tuple(self.txid[self._upto(code, k)].tolist())
+
+    def per_thread(self, code: int, k: int) -> dict[int, int]:
+        """Count of ``code`` markers before ``k`` per thread."""
+        t, c = np.unique(self.tid[self._upto(code, k)], return_counts=True)
+        return dict(zip(t.tolist(), c.tolist(), strict=True))
+
+
+@dataclass(frozen=True)
+class CrashPoint:
+    """A crash after events ``[0, index)``, standing for every point in ``(since, index]``.
+
+    ``begun``, ``committed`` (commit point issued) and ``durable`` (durability acknowledged)
+    count TX_BEGIN / TX_COMMIT / TX_DURABLE markers before ``index``; ``*_ids`` give their
+    transaction ids in trace order and ``marks`` the full log (per-thread counts, user codes).
+    """
+
+    index: int
+    since: int
+    reason: str
+    begun: int
+    committed: int
+    durable: int
+    aborted: int
+    marks: MarkLog = field(repr=False, compare=False)
+
+    @property
+    def begun_ids(self) -> tuple[int, ...]:
+        return self.marks.ids(Mark.TX_BEGIN, self.index)
+
+    @property
+    def committed_ids(self) -> tuple[int, ...]:
+        return self.marks.ids(Mark.TX_COMMIT, self.index)
+
+    @property
+    def durable_ids(self) -> tuple[int, ...]:
+        return self.marks.ids(Mark.TX_DURABLE, self.index)
+
+
+def make_point(trace: Trace, index: int, since: int | None = None, reason: str = "user",
+               marks: MarkLog | None = None) -> CrashPoint:
+    """A single crash point (``since`` defaults to ``index - 1``: the point alone)."""
+    n = len(trace)
+    since = index - 1 if since is None else since
+    if not 0 <= index <= n:
+        raise ConfigError(f"crash point {index} is outside the trace: use 0..{n}")
+    if not -1 <= since < index:
+        raise ConfigError(f"crash point {index}: since={since} must be in -1..{index - 1} "
+                          "(the interval (since, index] must be non-empty)")
+    m = marks or MarkLog(trace)
+    return CrashPoint(index, since, reason, m.count(Mark.TX_BEGIN, index),
+                      m.count(Mark.TX_COMMIT, index), m.count(Mark.TX_DURABLE, index),
+                      m.count(Mark.TX_ABORT, index), m)
+
+
+def _chain(trace: Trace, picks: dict[int, str], marks: MarkLog) -> list[CrashPoint]:
+    out: list[CrashPoint] = []
+    prev = -1
+    for k in sorted(picks):
+        out.append(make_point(trace, k, prev, picks[k], marks))
+        prev = k
+    return out
+
+
+def reduced_points(trace: Trace) -> list[CrashPoint]:
+    """Before each fence, around each marker, and at the end; complete (see module doc)."""
+    kinds = trace.events["kind"]
+    picks: dict[int, str] = {}
+
+    def add(k: int, why: str) -> None:
+        picks[k] = why if k not in picks else f"{picks[k]}+{why}"
+
+    for g in np.nonzero(np.isin(kinds, _FENCES))[0].tolist():
+        add(g, "fence")
+    for m in np.nonzero(kinds == Ev.MARK)[0].tolist():
+        add(m, "pre-mark")
+        add(m + 1, "mark")
+    add(len(trace), "end")
+    return _chain(trace, picks, MarkLog(trace))
+
+
+def every_points(trace: Trace) -> list[CrashPoint]:
+    """Every index ``0..n`` on its own."""
+    marks = MarkLog(trace)
+    return [make_point(trace, k, k - 1, "every", marks) for k in range(len(trace) + 1)]
+
+
+def sampled_points(trace: Trace, n: int, rng: np.random.Generator) -> list[CrashPoint]:
+    """``n`` distinct points drawn uniformly from ``0..len(trace)`` (all of them if fewer)."""
+    if n < 0:
+        raise ConfigError(f"cannot sample {n} crash points; use n >= 0")
+    total = len(trace) + 1
+    ks = sorted(rng.choice(total, size=min(n, total), replace=False).tolist())
+    marks = MarkLog(trace)
+    return [make_point(trace, k, k - 1, "sampled", marks) for k in ks]
+
+
+def select_points(trace: Trace, kind: str = "reduced", n: int | None = None,
+                  rng: np.random.Generator | None = None) -> list[CrashPoint]:
+    """Points of one of :data:`POINT_KINDS` (``sampled`` needs ``n``; ``rng`` defaults to seed 0)."""
+    if kind == "reduced":
+        return reduced_points(trace)
+    if kind == "every":
+        return every_points(trace)
+    if kind == "sampled":
+        if n is None:
+            raise ConfigError("sampled crash points need n (how many points to draw)")
+        return sampled_points(trace, n, rng if rng is not None else np.random.default_rng(0))
+    raise unknown("crash-point kind", kind, POINT_KINDS)
