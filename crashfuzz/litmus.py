@@ -1,0 +1,449 @@
+"""Persistency litmus tests: a small text format, an exhaustive TSO interpreter and a checker.
+
+A test (one ``.litmus`` file, or a string)::
+
+    name L12
+    mode line                 # order mode(s): line, px86 (several: each must give `expect`)
+    domain pdom1              # persistence domain(s): pdom0, pdom1, pdom2
+    lines x=0 y=64            # optional byte addresses (8-aligned); default: a line each
+    T0: x:=1
+    T1: r:=x; if r=1 { clflushopt x; sfence; y:=1 }
+    crash anywhere            # or: crash end
+    observe x y               # default: every location, in order of appearance
+    expect (0,0) (1,0) (1,1)  # the exact set of surviving images of the observed locations
+    forbid (0,1)              # optional: images that must not survive (documentation + check)
+
+Instructions: ``x:=v`` and ``x:=r`` (store a value or a register), ``movnt x:=v``, ``r:=x``
+(load), ``clflush x``, ``clflushopt x``, ``clwb x``, ``sfence``, ``mfence``, ``pcommit``,
+``xchg x,v`` (locked exchange; ``r:=xchg x,v`` keeps the old value), ``if r=v { ... }`` and
+``if r!=v { ... }``. Registers are the names ``r``, ``r0``, ``r1``, ... and those listed on a
+``regs`` line; every other name is a PM location. Every location starts at 0.
+
+The runner explores every interleaving with x86-TSO store buffers: a per-thread FIFO holds
+stores, non-temporal stores, flushes and pcommits (so they stay ordered after the thread's
+earlier stores); loads forward from their own buffer; fences and xchg wait for the buffer to
+drain. A buffered item's trace event is emitted when it leaves the buffer. Each distinct
+persistence trace then goes through :class:`~crashfuzz.states.CrashModel`, and the result is
+the set of observed images over every crash point (``anywhere``) or the final one (``end``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from pmsim.config import ATOM, DOMAINS, LINE
+from pmsim.errors import ConfigError
+from pmsim.trace import Ev, Trace
+
+from .model import ORDERS
+from .states import CrashModel
+
+Image = tuple[int, ...]
+Operand = int | str
+_REG = re.compile(r"r\d*$")
+_TOKEN = re.compile(r"\s*(?:(:=|!=|[;{}=,])|([A-Za-z_][A-Za-z_0-9]*)|(-?\d+|0x[0-9a-fA-F]+))")
+
+
+@dataclass(frozen=True)
+class LitmusTest:
+    """A parsed litmus test (see the module doc for the text format)."""
+
+    name: str
+    threads: tuple[tuple[tuple, ...], ...]
+    locations: dict[str, int]
+    observe: tuple[str, ...]
+    expect: frozenset[Image]
+    modes: tuple[str, ...] = ("line",)
+    domains: tuple[str, ...] = ("pdom1",)
+    crash: str = "anywhere"
+    forbid: frozenset[Image] = frozenset()
+    source: str = field(default="", repr=False, compare=False)
+
+
+@dataclass
+class LitmusResult:
+    """Observed images per ``(mode, domain)``, plus how much was explored."""
+
+    test: LitmusTest
+    images: dict[tuple[str, str], frozenset[Image]]
+    traces: int
+    states: int
+
+    def mismatches(self) -> list[str]:
+        """One readable line per configuration whose image set differs from the expectation."""
+        out = []
+        for (mode, dom), got in sorted(self.images.items()):
+            missing = sorted(self.test.expect - got)
+            extra = sorted(got - self.test.expect)
+            bad = sorted(got & self.test.forbid)
+            if missing or extra or bad:
+                out.append(f"{self.test.name} [{mode}, {dom}] over ({', '.join(self.test.observe)}): "
+                           f"got {_fmt(got)}; missing {_fmt(missing)}; unexpected {_fmt(extra)}"
+                           + (f"; forbidden but present {_fmt(bad)}" if bad else ""))
+        return out
+
+
+def _fmt(images: object) -> str:
+    items = sorted(images)  # type: ignore[call-overload]
+    return " ".join("(" + ",".join(str(v) for v in im) + ")" for im in items) or "none"
+
+
+# -- parsing -------------------------------------------------------------------------------------
+class _Parser:
+    def __init__(self, text: str, where: str, regs: set[str]) -> None:
+        self.toks: list[str] = []
+        self.where = where
+        self.regs = regs
+        pos = 0
+        text = text.strip()
+        while pos < len(text):
+            m = _TOKEN.match(text, pos)
+            if not m or m.end() == pos:
+                raise ConfigError(f"{where}: cannot read {text[pos:pos + 20]!r}; instructions look "
+                                  "like `x:=1; clwb x; sfence; if r=1 { y:=r }`")
+            self.toks.append(m.group(m.lastindex or 0))
+            pos = m.end()
+        self.i = 0
+
+    def is_reg(self, name: str) -> bool:
+        return name in self.regs or bool(_REG.match(name))
+
+    def peek(self) -> str | None:
+        return self.toks[self.i] if self.i < len(self.toks) else None
+
+    def take(self, want: str | None = None) -> str:
+        tok = self.peek()
+        if tok is None or (want is not None and tok != want):
+            raise ConfigError(f"{self.where}: expected {want or 'more input'!r}, found "
+                              f"{tok if tok is not None else 'end of line'!r}")
+        self.i += 1
+        return tok
+
+    def name(self) -> str:
+        tok = self.take()
+        if not re.match(r"[A-Za-z_]", tok):
+            raise ConfigError(f"{self.where}: expected a name, found {tok!r}")
+        return tok
+
+    def operand(self) -> Operand:
+        tok = self.take()
+        if re.match(r"-?\d|0x", tok):
+            return int(tok, 0)
+        if self.is_reg(tok):
+            return tok
+        raise ConfigError(f"{self.where}: {tok!r} is a location; a stored value must be a number "
+                          "or a register (r, r1, ... or one listed on a `regs` line)")
+
+    def location(self) -> str:
+        n = self.name()
+        if self.is_reg(n):
+            raise ConfigError(f"{self.where}: {n!r} is a register, not a memory location")
+        return n
+
+    def block(self, closing: str | None) -> tuple[tuple, ...]:
+        out: list[tuple] = []
+        while True:
+            tok = self.peek()
+            if tok is None or tok == closing:
+                break
+            if tok == ";":
+                self.take()
+                continue
+            out.append(self.instr())
+        return tuple(out)
+
+    def instr(self) -> tuple:
+        head = self.name()
+        if head in ("sfence", "mfence", "pcommit"):
+            return (head,)
+        if head in ("clflush", "clflushopt", "clwb"):
+            return ("flush", head, self.location())
+        if head == "movnt":
+            loc = self.location()
+            self.take(":=")
+            return ("ntstore", loc, self.operand())
+        if head == "xchg":
+            return self._xchg(None)
+        if head == "if":
+            reg = self.name()
+            op = self.take()
+            if op not in ("=", "!="):
+                raise ConfigError(f"{self.where}: a condition is `if r=v` or `if r!=v`, not {op!r}")
+            val = self.operand()
+            self.take("{")
+            body = self.block("}")
+            self.take("}")
+            return ("if", reg, op, val, body)
+        self.take(":=")
+        if self.is_reg(head):
+            if self.peek() == "xchg":
+                self.take()
+                return self._xchg(head)
+            return ("load", head, self.location())
+        return ("store", head, self.operand())
+
+    def _xchg(self, reg: str | None) -> tuple:
+        loc = self.location()
+        self.take(",")
+        return ("xchg", loc, self.operand(), reg)
+
+
+def _locations_of(prog: tuple[tuple, ...], out: list[str]) -> None:
+    for ins in prog:
+        if ins[0] == "if":
+            _locations_of(ins[4], out)
+            continue
+        loc = {"flush": 2, "ntstore": 1, "store": 1, "load": 2, "xchg": 1}.get(ins[0])
+        if loc is not None and ins[loc] not in out:
+            out.append(ins[loc])
+
+
+def _images(text: str, where: str) -> list[Image]:
+    text = text.strip()
+    if not text:
+        return []
+    if "(" not in text:
+        return [(int(v, 0),) for v in text.replace(",", " ").split()]
+    found = re.findall(r"\(([^()]*)\)", text)
+    if re.sub(r"\([^()]*\)", "", text).strip():
+        raise ConfigError(f"{where}: images are written (0,1) (1,1) ...; cannot read {text!r}")
+    return [tuple(int(v, 0) for v in f.replace(",", " ").split()) for f in found]
+
+
+def parse_litmus(text: str, name: str | None = None) -> LitmusTest:
+    """Parse a test from its text (see the module doc)."""
+    fields: dict[str, str] = {}
+    progs: dict[int, str] = {}
+    expect: list[Image] = []
+    forbid: list[Image] = []
+    label = name or "<litmus>"
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        where = f"{label}:{no}"
+        m = re.match(r"T(\d+)\s*:(.*)$", line)
+        if m:
+            t = int(m.group(1))
+            progs[t] = (progs.get(t, "") + ";" + m.group(2)).strip(";")
+            continue
+        key, _, rest = line.partition(" ")
+        if key == "expect":
+            expect += _images(rest, where)
+        elif key == "forbid":
+            forbid += _images(rest, where)
+        elif key in ("name", "mode", "domain", "lines", "crash", "observe", "regs"):
+            fields[key] = (fields.get(key, "") + " " + rest).strip()
+        else:
+            raise ConfigError(f"{where}: unknown line {key!r}; a test has name, mode, domain, lines, "
+                              "regs, T0:/T1: programs, crash, observe, expect and forbid lines")
+    label = fields.get("name", label)
+    if not progs:
+        raise ConfigError(f"{label}: no thread programs (write `T0: x:=1; ...`)")
+    if sorted(progs) != list(range(len(progs))):
+        raise ConfigError(f"{label}: threads must be numbered T0, T1, ... without gaps")
+    regs = set(fields.get("regs", "").split())
+    threads = tuple(_Parser(progs[t], f"{label} T{t}", regs).block(None) for t in sorted(progs))
+    locs: list[str] = []
+    addrs: dict[str, int] = {}
+    for item in fields.get("lines", "").split():
+        loc, _, a = item.partition("=")
+        if not a or int(a, 0) % ATOM or int(a, 0) < 0:
+            raise ConfigError(f"{label}: `lines` entries are name=byte-address with 8-byte aligned "
+                              f"addresses, got {item!r}")
+        addrs[loc] = int(a, 0)
+        locs.append(loc)
+    for prog in threads:
+        _locations_of(prog, locs)
+    observe = tuple(fields["observe"].split()) if "observe" in fields else tuple(locs)
+    for loc in observe:
+        if loc not in locs:
+            locs.append(loc)
+    nxt = max(addrs.values(), default=-LINE) // LINE * LINE + LINE
+    for loc in locs:
+        if loc not in addrs:
+            addrs[loc] = nxt
+            nxt += LINE
+    if len(set(addrs.values())) != len(addrs):
+        raise ConfigError(f"{label}: two locations share an address in `lines`")
+    modes = tuple(fields.get("mode", "line").split())
+    domains = tuple(fields.get("domain", "pdom1").split())
+    for md in modes:
+        if md not in ORDERS:
+            raise ConfigError(f"{label}: unknown mode {md!r}; use line or px86")
+    for d in domains:
+        if d not in DOMAINS:
+            raise ConfigError(f"{label}: unknown domain {d!r}; use one of {', '.join(DOMAINS)}")
+    crash = fields.get("crash", "anywhere")
+    if crash not in ("anywhere", "end"):
+        raise ConfigError(f"{label}: crash must be 'anywhere' or 'end', got {crash!r}")
+    for im in expect + forbid:
+        if len(im) != len(observe):
+            raise ConfigError(f"{label}: image {im} has {len(im)} values but {len(observe)} "
+                              f"locations are observed ({' '.join(observe)})")
+    if not expect:
+        raise ConfigError(f"{label}: no `expect` line: list the exact set of surviving images")
+    return LitmusTest(label, threads, addrs, observe, frozenset(expect), modes, domains, crash,
+                      frozenset(forbid), text)
+
+
+def load_litmus(path: str | Path) -> LitmusTest:
+    """Parse a ``.litmus`` file."""
+    p = Path(path)
+    return parse_litmus(p.read_text(), p.stem)
+
+
+def litmus_suite() -> list[LitmusTest]:
+    """The tests shipped with crashfuzz (``crashfuzz/litmus/*.litmus``), by name."""
+    root = resources.files("crashfuzz") / "litmus"
+    tests = [parse_litmus(f.read_text(), f.name.removesuffix(".litmus"))
+             for f in root.iterdir() if f.name.endswith(".litmus")]
+    return sorted(tests, key=lambda t: t.name)
+
+
+# -- the interpreter -----------------------------------------------------------------------------
+def _flatten(prog: tuple[tuple, ...], out: list[tuple]) -> None:
+    """Instructions with ``if`` turned into a conditional jump past its body."""
+    for ins in prog:
+        if ins[0] == "if":
+            at = len(out)
+            out.append(())
+            _flatten(ins[4], out)
+            out[at] = ("skip_unless", ins[1], ins[2], ins[3], len(out))
+        else:
+            out.append(ins)
+
+
+_FLUSH_EV = {"clflush": Ev.CLFLUSH, "clflushopt": Ev.CLFLUSHOPT, "clwb": Ev.CLWB}
+
+
+def executions(test: LitmusTest) -> set[tuple[tuple[int, int, int, int, int], ...]]:
+    """Every distinct persistence trace (rows ``(kind, tid, addr, value, aux)``) of the test."""
+    progs = []
+    for p in test.threads:
+        flat: list[tuple] = []
+        _flatten(p, flat)
+        progs.append(tuple(flat))
+    addr = test.locations
+    locs = sorted(addr)
+    slot = {loc: i for i, loc in enumerate(locs)}
+    nthreads = len(progs)
+    start = (tuple(0 for _ in progs), tuple(() for _ in progs), tuple(() for _ in progs),
+             tuple(0 for _ in locs), ())
+    traces: set[tuple] = set()
+    seen: set[tuple] = set()
+    stack = [start]
+
+    def val(regs: tuple, op: Operand) -> int:
+        return op if isinstance(op, int) else dict(regs).get(op, 0)
+
+    while stack:
+        st = stack.pop()
+        if st in seen:
+            continue
+        seen.add(st)
+        pcs, regs, bufs, mem, tr = st
+        done = True
+        for t in range(nthreads):
+            # drain the oldest buffered item of thread t
+            if bufs[t]:
+                done = False
+                item, rest = bufs[t][0], bufs[t][1:]
+                nb = bufs[:t] + (rest,) + bufs[t + 1:]
+                nmem = mem
+                if item[0] in ("store", "ntstore"):
+                    m = list(mem)
+                    m[slot[item[1]]] = item[2]
+                    nmem = tuple(m)
+                    ev = (int(Ev.STORE if item[0] == "store" else Ev.NTSTORE), t, addr[item[1]], item[2], 0)
+                elif item[0] == "flush":
+                    ev = (int(_FLUSH_EV[item[1]]), t, addr[item[2]] // LINE * LINE, 0, 0)
+                else:
+                    ev = (int(Ev.PCOMMIT), t, 0, 0, 0)
+                stack.append((pcs, regs, nb, nmem, tr + (ev,)))
+            if pcs[t] >= len(progs[t]):
+                continue
+            done = False
+            ins = progs[t][pcs[t]]
+            npcs = pcs[:t] + (pcs[t] + 1,) + pcs[t + 1:]
+            op = ins[0]
+            if op in ("store", "ntstore"):
+                item = (op, ins[1], val(regs[t], ins[2]))
+            elif op == "flush":
+                item = ins
+            elif op == "pcommit":
+                item = ("pcommit",)
+            else:
+                item = None
+            if item is not None:
+                nb = bufs[:t] + (bufs[t] + (item,),) + bufs[t + 1:]
+                stack.append((npcs, regs, nb, mem, tr))
+            elif op == "load":
+                v = mem[slot[ins[2]]]
+                for b in bufs[t]:
+                    if b[0] in ("store", "ntstore") and b[1] == ins[2]:
+                        v = b[2]
+                r = tuple(sorted({**dict(regs[t]), ins[1]: v}.items()))
+                stack.append((npcs, regs[:t] + (r,) + regs[t + 1:], bufs, mem, tr))
+            elif op == "skip_unless":
+                rv = dict(regs[t]).get(ins[1], 0)
+                holds = (rv == val(regs[t], ins[3])) == (ins[2] == "=")
+                jump = pcs[t] + 1 if holds else ins[4]
+                stack.append((pcs[:t] + (jump,) + pcs[t + 1:], regs, bufs, mem, tr))
+            elif bufs[t]:
+                continue  # fences and xchg wait for the store buffer to drain
+            elif op in ("sfence", "mfence"):
+                ev = (int(Ev.SFENCE if op == "sfence" else Ev.MFENCE), t, 0, 0, 0)
+                stack.append((npcs, regs, bufs, mem, tr + (ev,)))
+            elif op == "xchg":
+                i = slot[ins[1]]
+                old, new = mem[i], val(regs[t], ins[2])
+                nmem = mem[:i] + (new,) + mem[i + 1:]
+                r = regs[t] if ins[3] is None else tuple(sorted({**dict(regs[t]), ins[3]: old}.items()))
+                ev = (int(Ev.RMW), t, addr[ins[1]], new, 1)
+                stack.append((npcs, regs[:t] + (r,) + regs[t + 1:], bufs, nmem, tr + (ev,)))
+        if done:
+            traces.add(tr)
+    return traces
+
+
+def run_litmus(test: LitmusTest | str, backend: str | None = None, points: str = "reduced") -> LitmusResult:
+    """Run a test (a LitmusTest, or its text) on every ``(mode, domain)`` it names.
+
+    ``points``: ``reduced`` or ``every`` (both complete for ``crash anywhere``).
+    """
+    if isinstance(test, str):
+        test = parse_litmus(test)
+    traces = executions(test)
+    size = (max(test.locations.values()) // LINE + 1) * LINE
+    words = [test.locations[loc] // ATOM for loc in test.observe]
+    images: dict[tuple[str, str], frozenset[Image]] = {}
+    nstates = 0
+    for mode in test.modes:
+        for dom in test.domains:
+            got: set[Image] = set()
+            for rows in traces:
+                tr = Trace.build(list(rows), size=size)
+                model = CrashModel(tr, order=mode, domain=dom, backend=backend)
+                pts = [model.point(len(tr))] if test.crash == "end" else model.points(points)
+                for p in pts:
+                    space = model.space(p)
+                    nstates += space.count
+                    for _, img in space.hashed_images(distinct=True):
+                        got.add(tuple(img.view(np.uint64)[words].tolist()))
+            images[(mode, dom)] = frozenset(got)
+    return LitmusResult(test, images, len(traces), nstates)
+
+
+def check(test: LitmusTest | str, backend: str | None = None, points: str = "reduced") -> LitmusResult:
+    """Run a test and raise AssertionError listing missing and unexpected images, if any."""
+    res = run_litmus(test, backend, points)
+    bad = res.mismatches()
+    if bad:
+        raise AssertionError("litmus mismatch:\n  " + "\n  ".join(bad))
+    return res
