@@ -1,0 +1,399 @@
+"""Copy-on-write (card §3.3, §4.3): objects are wrappers around heap payloads.
+
+Wrapper (32 bytes, one line): ``[old][new][old_backup][writer_id]``; the object's initial
+("home") payload follows the wrapper, and ``old == 0`` means the payload is the home one, so a
+zero-initialised array is a valid array of objects. Opening an object read-write the first time
+allocates a payload, copies the current one into it, and records ``new``, ``old_backup`` and the
+writer; later accesses use ``new``. Reads go through the wrapper (one extra indirection) and
+are redirected to ``new`` only for objects in the transaction's volatile write set. Writer ids
+are ``epoch << 8 | tid + 1``; recovery bumps the persistent epoch so they stay unique across
+restarts.
+
+Commit: PB#1 (payloads, wrappers, write set, allocation log), COMMITTED + PB#2 (commit point),
+swap ``old := new; new := 0``, free ``old_backup``, flip the allocation bits, PB#3, IDLE + PB#4,
+then clear the writer ids. 4 PBs per committed writing transaction, 2 per abort, 0 read-only.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..config import LINE
+from ..errors import ConfigError
+from ..trace import Mark
+from .base import (
+    COMMITTED,
+    G_EPOCH,
+    H_NALLOC,
+    H_NWSET,
+    H_STATE,
+    IDLE,
+    PB_DOMAINS,
+    RUNNING,
+    Runtime,
+    Tx,
+    lines_of,
+    register_alloc_mutants,
+    register_mutant,
+    register_runtime,
+    variant,
+)
+from .layout import PMSpec, block_size
+
+W_OLD, W_NEW, W_BACKUP, W_WRITER = 0, 8, 16, 24
+WRAPPER = 32
+
+
+def heap_payload_words(words: int) -> int:
+    """Payload capacity (words) of a heap object of ``words`` fields: its block minus the wrapper."""
+    return (block_size(WRAPPER + 8 * words) - WRAPPER) // 8
+
+
+class CowTx(Tx):
+    def __init__(self, rt: Runtime, cpu: Any, txid: int) -> None:
+        super().__init__(rt, cpu, txid)
+        self.wset: dict[int, int] = {}  # obj -> new payload
+        self.wold: dict[int, int] = {}  # obj -> payload before the transaction (0: home)
+
+    def open(self, obj: int, write: bool = False) -> int:
+        """TXN_OPEN: the address of the payload to access."""
+        return self.rt._open(self, obj, write)  # type: ignore[attr-defined]
+
+    def read_words(self, obj: int, field: int, n: int) -> list[int]:
+        cpu = self.cpu
+        cpu.work(self.rt.costs.call_ns)
+        p = self.open(obj, False) + 8 * field
+        ld = cpu.load
+        return [ld(p + 8 * i) for i in range(n)]
+
+    def write_words(self, obj: int, field: int, values: Sequence[int]) -> None:
+        cpu = self.cpu
+        cpu.work(self.rt.costs.call_ns)
+        p = self.open(obj, True) + 8 * field
+        st = cpu.store
+        for i, v in enumerate(values):
+            st(p + 8 * i, v)
+        if obj in self.fresh:
+            self.dirty.update(lines_of(p, 8 * len(values)))
+        else:
+            self.writes += 1
+
+
+@register_runtime
+class CowRuntime(Runtime):
+    """Copy-on-write objects with old/new/old_backup wrappers."""
+
+    name = "cow"
+    family = "cow"
+    _field0_words = WRAPPER // 8
+
+    def __init__(self, *a: Any, **kw: Any) -> None:
+        super().__init__(*a, **kw)
+        self._static_bases = [s.base for s in self.layout.statics]
+
+    @classmethod
+    def obj_bytes(cls, words: int) -> int:
+        return WRAPPER + 8 * words
+
+    @classmethod
+    def static_stride(cls, words: int) -> int:
+        return (WRAPPER + 8 * words + WRAPPER - 1) // WRAPPER * WRAPPER
+
+    @classmethod
+    def log_bytes(cls, spec: PMSpec) -> int:
+        return 8 * spec.max_tx_objects
+
+    @classmethod
+    def alloc_cap(cls, spec: PMSpec) -> int:
+        return spec.max_tx_allocs + 2 * spec.max_tx_objects
+
+    @classmethod
+    def extra_heap(cls, spec: PMSpec, threads: int) -> dict[int, int]:
+        out: dict[int, int] = {}
+        for s in spec.statics:
+            b = block_size(8 * s.words)
+            n = s.count if s.written is None else min(s.count, s.written)
+            out[b] = out.get(b, 0) + n
+        for words, live in spec.heap:
+            b = block_size(8 * heap_payload_words(words))
+            out[b] = out.get(b, 0) + live
+        return out
+
+    # -- objects ---------------------------------------------------------------------------------
+    def writer_id(self, tid: int) -> int:
+        return tid + 1 if "C6" in self.mutations else (self.epoch << 8) | (tid + 1)
+
+    def payload_words(self, obj: int) -> int:
+        """Capacity of an object's payload: the static array's words, or what its block holds."""
+        i = bisect.bisect_right(self._static_bases, obj) - 1
+        if i >= 0:
+            s = self.layout.statics[i]
+            if obj < s.base + s.count * s.stride:
+                return s.words
+        ci, _ = self.heap.owner(obj)
+        return (self.layout.heap[ci].block - WRAPPER) // 8
+
+    def field_addr(self, obj: int, field: int) -> int:
+        old = self.m.peek(obj + W_OLD)
+        return (old or obj + WRAPPER) + 8 * field
+
+    def blocks_of(self, obj: int) -> list[int]:
+        old = self.m.peek(obj + W_OLD)
+        return [obj, old] if old else [obj]
+
+    def peek_static(self, name: str) -> np.ndarray:
+        s = self.layout.static(name)
+        pm = self.m.engine.mem.pm
+        base = self.m.pm.base
+        wrappers = (s.base - base) // 8 + np.arange(s.count, dtype=np.int64) * (s.stride // 8)
+        old = pm[wrappers].astype(np.int64)
+        payload = np.where(old == 0, wrappers + WRAPPER // 8, (old - base) // 8)
+        return pm[payload[:, None] + np.arange(s.words)[None, :]]
+
+    def static_payloads(self) -> dict[int, int]:
+        """Heap payload -> static object, for every static object whose payload moved."""
+        out: dict[int, int] = {}
+        pm = self.m.engine.mem.pm
+        for s in self.layout.statics:
+            wrappers = (s.base - self.m.pm.base) // 8 + np.arange(s.count, dtype=np.int64) * (s.stride // 8)
+            old = pm[wrappers]
+            for i in np.flatnonzero(old).tolist():
+                out[int(old[i])] = s.base + i * s.stride
+        return out
+
+    def _new_tx(self, cpu: Any, txid: int) -> Tx:
+        return CowTx(self, cpu, txid)
+
+    def _init_object(self, tx: Tx, obj: int, words: int) -> None:
+        st = tx.cpu.store
+        for off in (W_OLD, W_NEW, W_BACKUP, W_WRITER):
+            st(obj + off, 0)
+        tx.dirty.add(obj & ~(LINE - 1))
+
+    def _open(self, tx: CowTx, obj: int, write: bool) -> int:
+        cpu = tx.cpu
+        cpu.work(self.costs.open_ns)
+        if obj in tx.fresh:
+            return obj + WRAPPER
+        p = tx.wset.get(obj)
+        if p is not None:
+            return p
+        me = self.writer_id(tx.tid)
+        if not write:
+            if "C6" in self.mutations and cpu.load(obj + W_WRITER) == me:
+                new = cpu.load(obj + W_NEW)
+                if new:
+                    return new
+            return cpu.load(obj + W_OLD) or obj + WRAPPER
+        if len(tx.wset) >= self.layout.spec.max_tx_objects:
+            raise ConfigError(f"transaction {tx.txid:#x} wrote more than "
+                              f"{self.layout.spec.max_tx_objects} objects: raise PMSpec.max_tx_objects")
+        old = cpu.load(obj + W_OLD)
+        src = old or obj + WRAPPER
+        n = self.payload_words(obj)
+        st = cpu.store
+        st(obj + W_WRITER, me)
+        p = self.heap.pop(tx.tid, 8 * n)
+        cpu.work(self.costs.alloc_ns)
+        self._log_alloc(tx, p, 0)
+        tx.allocs.append(p)
+        ld = cpu.load
+        for i in range(n):
+            st(p + 8 * i, ld(src + 8 * i))
+        st(obj + W_NEW, p)
+        if "C4" not in self.mutations:
+            st(obj + W_BACKUP, old)
+        st(self.layout.log[tx.tid] + 8 * len(tx.wset), obj)
+        tx.wset[obj] = p
+        tx.wold[obj] = old
+        return p
+
+    def _blocks_to_free(self, tx: Tx, obj: int) -> list[int]:
+        assert isinstance(tx, CowTx)
+        if obj in tx.fresh:
+            return [obj]
+        if obj in tx.wset:
+            return [obj, tx.wset[obj]]  # old_backup is freed by the write-set cleanup
+        old = tx.cpu.load(obj + W_OLD)
+        return [obj, old] if old else [obj]
+
+    # -- commit and abort ------------------------------------------------------------------------
+    def _begin(self, tx: Tx) -> None:
+        cpu, hdr = tx.cpu, self.layout.desc[tx.tid]
+        cpu.store(hdr + 8 * H_NWSET, 0)
+        cpu.store(hdr + 8 * H_NALLOC, 0)
+        cpu.store(hdr + 8 * H_STATE, RUNNING)
+
+    def _commit(self, tx: Tx) -> None:
+        assert isinstance(tx, CowTx)
+        cpu = tx.cpu
+        if not tx.modified:
+            cpu.mark(Mark.TX_COMMIT, tx.txid)
+            return
+        muts = self.mutations
+        hdr = self.layout.desc[tx.tid]
+        lines = dict.fromkeys(tx.dirty)
+        for obj, p in tx.wset.items():
+            lines.update(dict.fromkeys(lines_of(p, 8 * self.payload_words(obj))))
+            lines[obj & ~(LINE - 1)] = None
+        if tx.wset:
+            cpu.store(hdr + 8 * H_NWSET, len(tx.wset))
+            lines.update(dict.fromkeys(lines_of(self.layout.log[tx.tid], 8 * len(tx.wset))))
+        for line in lines:
+            cpu.clwb(line)
+        self._flush_alog(tx)
+        cpu.clwb(hdr)
+        if "C1" not in muts:
+            cpu.persist_barrier()  # PB#1
+        cpu.mark(Mark.TX_COMMIT, tx.txid)
+        cpu.store(hdr + 8 * H_STATE, COMMITTED)
+        cpu.clwb(hdr)
+        if "C2" not in muts:
+            cpu.persist_barrier()  # PB#2: the commit point is durable
+        freed = self._swap(cpu, [(obj, p, tx.wold[obj]) for obj, p in tx.wset.items()])
+        self._apply_alog(cpu, tx.alog)
+        if "C3" not in muts:
+            cpu.persist_barrier()  # PB#3
+        cpu.store(hdr + 8 * H_STATE, IDLE)
+        cpu.clwb(hdr)
+        cpu.persist_barrier()  # PB#4
+        for obj in tx.wset:
+            cpu.store(obj + W_WRITER, 0)
+        for b in freed:
+            self.heap.push(b)
+        self._release_frees(tx)
+
+    def _swap(self, cpu: Any, items: Sequence[tuple[int, int, int]]) -> list[int]:
+        """(i) old := new, (ii) new := 0, (iii) clear old_backup's bit; flush. Returns the freed
+        payloads. ``items`` are (wrapper, new payload, payload to free or 0)."""
+        st = cpu.store
+        lines: dict[int, None] = {}
+        freed = []
+        for obj, p, ob in items:
+            if "C5" in self.mutations:
+                st(obj + W_NEW, 0)
+                st(obj + W_OLD, p)
+            else:
+                st(obj + W_OLD, p)
+                st(obj + W_NEW, 0)
+            lines[obj & ~(LINE - 1)] = None
+            if ob:
+                lines[self.heap.flip(cpu, ob, False)] = None
+                freed.append(ob)
+        for line in lines:
+            cpu.clwb(line)
+        return freed
+
+    def _abort(self, tx: Tx) -> None:
+        assert isinstance(tx, CowTx)
+        cpu = tx.cpu
+        for obj in tx.wset:
+            cpu.store(obj + W_NEW, 0)
+            cpu.store(obj + W_WRITER, 0)
+            cpu.clwb(obj)
+        self._return_allocs(tx)
+        if tx.modified:
+            cpu.persist_barrier()
+        hdr = self.layout.desc[tx.tid]
+        cpu.store(hdr + 8 * H_STATE, IDLE)
+        cpu.clwb(hdr)
+        if tx.modified:
+            cpu.persist_barrier()
+
+    # -- recovery ------------------------------------------------------------------------------
+    def _valid_obj(self, obj: int) -> bool:
+        if obj % WRAPPER:
+            return False
+        i = bisect.bisect_right(self._static_bases, obj) - 1
+        if i >= 0:
+            s = self.layout.statics[i]
+            if obj < s.base + s.count * s.stride:
+                return (obj - s.base) % s.stride == 0
+        try:
+            self.heap.owner(obj)
+        except Exception:
+            return False
+        return True
+
+    def recover(self, cpu: Any) -> None:
+        """Finish COMMITTED descriptors' cleanup, bump the epoch, reset every header."""
+        self._check_header()
+        cpu.mark(Mark.RECOVERY_BEGIN, 0)
+        lay, m = self.layout, self.m
+        acted = False
+        for t, hdr in enumerate(lay.desc):
+            state = m.peek(hdr + 8 * H_STATE)
+            alog = self._read_alog(t) if state != IDLE else []
+            if state == COMMITTED:
+                n = min(m.peek(hdr + 8 * H_NWSET), lay.spec.max_tx_objects)
+                items = []
+                for i in range(n):
+                    obj = m.peek(lay.log[t] + 8 * i)
+                    if not self._valid_obj(obj):
+                        continue
+                    new, old = m.peek(obj + W_NEW), m.peek(obj + W_OLD)
+                    if "C4" in self.mutations:
+                        if new:
+                            items.append((obj, new, old))
+                    elif new:
+                        items.append((obj, new, m.peek(obj + W_BACKUP)))
+                    else:
+                        ob = m.peek(obj + W_BACKUP)
+                        if ob:
+                            cpu.clwb(self.heap.flip(cpu, ob, False))
+                self._swap(cpu, [it for it in items if self._block_ok(it[2])])
+                self._apply_alog(cpu, alog)
+                acted = True
+            elif self.eager_alloc and alog:
+                self._revert_alog(cpu, alog)
+                acted = True
+        if acted:
+            cpu.persist_barrier()
+        cpu.store(lay.base + 8 * G_EPOCH, m.peek(lay.base + 8 * G_EPOCH) + 1)
+        cpu.clwb(lay.base)
+        for hdr in lay.desc:
+            cpu.store(hdr + 8 * H_NWSET, 0)
+            cpu.store(hdr + 8 * H_NALLOC, 0)
+            cpu.store(hdr + 8 * H_STATE, IDLE)
+            cpu.clwb(hdr)
+        cpu.persist_barrier()
+        cpu.mark(Mark.RECOVERY_END, 0)
+        self._load()
+
+    def _block_ok(self, addr: int) -> bool:
+        if not addr:
+            return True
+        try:
+            self.heap.owner(addr)
+        except Exception:
+            return False
+        return True
+
+    def _runtime_blocks(self) -> dict[int, int]:
+        return self.static_payloads()
+
+    def _check_logs(self) -> list[str]:
+        return [f"descriptor {t}: write set not reset" for t, hdr in enumerate(self.layout.desc)
+                if self.m.peek(hdr + 8 * H_NWSET)]
+
+
+COW_EAGER = variant(CowRuntime, "cow-eager", eager_alloc=True)
+
+register_mutant(CowRuntime, "C1", "drop PB#1: COMMITTED may persist before payloads, wrappers or "
+                "the write set (garbage swapped in, torn)", PB_DOMAINS)
+register_mutant(CowRuntime, "C2", "drop PB#2: swaps may persist before COMMITTED (partly visible "
+                "uncommitted transaction, live payload marked free)", PB_DOMAINS)
+register_mutant(CowRuntime, "C3", "drop PB#3: IDLE may persist before the swaps and bit flips "
+                "(lost update, leaks)", PB_DOMAINS)
+register_mutant(CowRuntime, "C4", "no old_backup: the old payload is freed through a volatile "
+                "pointer, so a crash after the swap leaks it")
+register_mutant(CowRuntime, "C5", "store new := 0 before old := new: the committed payload can be "
+                "lost (reversed program order, a bug in every domain)")
+register_mutant(CowRuntime, "C6", "redirect reads on writer_id alone with ids reused across "
+                "restarts: after recovery a read returns a stale payload (functional)",
+                needs="transactions run after recovery on the recovered image")
+register_alloc_mutants(CowRuntime)

@@ -1,0 +1,272 @@
+"""Redo logging (card §3.2, §4.2): writes go to a log, home locations change after commit.
+
+Objects carry a one-word header, the 64-bit writers bitmap (bit = thread id); fields follow it.
+A write sets the writer's bit (a PM store, never flushed), appends ``[home][words][prev][new
+words ...]`` to the descriptor's log (``prev``: the object's previous record, a per-object
+stack) and updates a volatile hash object -> records. A read whose bit is clear is a plain
+load; otherwise it looks the object up and walks its records newest -> oldest.
+
+Commit: PB#1 (log, tail, allocation log), COMMITTED + PB#2 (the commit point), bit flips and
+write-back oldest -> newest + PB#3, IDLE + PB#4, then clear the writer bits. 4 PBs per committed
+writing transaction, 0 for read-only ones and for aborts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import ConfigError
+from ..trace import Mark
+from .base import (
+    COMMITTED,
+    H_NALLOC,
+    H_STATE,
+    H_TAIL,
+    IDLE,
+    PB_DOMAINS,
+    RUNNING,
+    Runtime,
+    Tx,
+    lines_of,
+    register_alloc_mutants,
+    register_mutant,
+    register_runtime,
+    variant,
+)
+from .layout import PMSpec
+
+REC_WORDS = 3  # home, words, prev
+
+
+class RedoTx(Tx):
+    def __init__(self, rt: Runtime, cpu: Any, txid: int) -> None:
+        super().__init__(rt, cpu, txid)
+        self.bit = 1 << cpu.tid
+        self.hash: dict[int, list[tuple[int, list[int], int]]] = {}  # obj -> [(field, vals, rec)]
+        self.records: list[tuple[int, list[int]]] = []  # (home addr, values) oldest first
+        self.tail = rt.layout.log[cpu.tid]
+
+    def read_words(self, obj: int, field: int, n: int) -> list[int]:
+        cpu = self.cpu
+        rt = self.rt
+        cpu.work(rt.costs.call_ns)
+        ld = cpu.load
+        home = obj + 8 + 8 * field
+        if obj in self.fresh or not ld(obj) & self.bit:
+            return [ld(home + 8 * i) for i in range(n)]
+        c = rt.costs
+        out: list[int | None] = [None] * n
+        missing = n
+        visited = 0
+        for f, vals, _ in reversed(self.hash.get(obj, ())):
+            visited += 1
+            lo, hi = max(f, field), min(f + len(vals), field + n)
+            for j in range(lo, hi):
+                if out[j - field] is None:
+                    out[j - field] = vals[j - f]
+                    missing -= 1
+            if not missing:
+                break
+        cpu.work(c.hash_lookup_ns + c.chain_node_ns * visited)
+        return [ld(home + 8 * i) if v is None else v for i, v in enumerate(out)]
+
+    def write_words(self, obj: int, field: int, values: Sequence[int]) -> None:
+        self.rt._write(self, obj, field, values)  # type: ignore[attr-defined]
+
+
+@register_runtime
+class RedoRuntime(Runtime):
+    """Redo logging with a writers bitmap per object and a volatile lookup hash."""
+
+    name = "redo"
+    family = "redo"
+    _field0_words = 1
+
+    @classmethod
+    def obj_bytes(cls, words: int) -> int:
+        return 8 + 8 * words
+
+    @classmethod
+    def static_stride(cls, words: int) -> int:
+        return 8 + 8 * words
+
+    @classmethod
+    def log_bytes(cls, spec: PMSpec) -> int:
+        return 8 * (spec.max_tx_writes * REC_WORDS + spec.max_tx_words)
+
+    def field_addr(self, obj: int, field: int) -> int:
+        return obj + 8 + 8 * field
+
+    def _new_tx(self, cpu: Any, txid: int) -> Tx:
+        return RedoTx(self, cpu, txid)
+
+    def _init_object(self, tx: Tx, obj: int, words: int) -> None:
+        tx.cpu.store(obj, 0)  # writers bitmap of a recycled block
+        tx.dirty.add(obj & ~63)
+
+    def _begin(self, tx: Tx) -> None:
+        cpu, hdr = tx.cpu, self.layout.desc[tx.tid]
+        cpu.store(hdr + 8 * H_TAIL, self.layout.log[tx.tid])
+        cpu.store(hdr + 8 * H_NALLOC, 0)
+        cpu.store(hdr + 8 * H_STATE, RUNNING)
+
+    def _write(self, tx: RedoTx, obj: int, field: int, values: Sequence[int]) -> None:
+        cpu = tx.cpu
+        c = self.costs
+        cpu.work(c.call_ns)
+        n = len(values)
+        home = obj + 8 + 8 * field
+        st = cpu.store
+        if obj in tx.fresh:
+            for i, v in enumerate(values):
+                st(home + 8 * i, v)
+            tx.dirty.update(lines_of(home, 8 * n))
+            return
+        if "R5" not in self.mutations:
+            h = cpu.load(obj)
+            if not h & tx.bit:
+                st(obj, h | tx.bit)
+        chain = tx.hash.setdefault(obj, [])
+        rec = tx.tail
+        end = rec + 8 * (REC_WORDS + n)
+        if end > self.layout.log[tx.tid] + self.layout.log_bytes:
+            raise ConfigError(f"transaction {tx.txid:#x} overflowed its redo log "
+                              f"({self.layout.log_bytes} bytes): raise PMSpec.max_tx_writes/words")
+        vals = list(values)
+        words = [home, n, chain[-1][2] if chain else 0, *vals]
+        for i, w in enumerate(words):
+            st(rec + 8 * i, w)
+        for line in lines_of(rec, end - rec):
+            cpu.clwb(line)
+        cpu.work(c.hash_insert_ns)
+        chain.append((field, vals, rec))
+        tx.records.append((home, vals))
+        tx.tail = end
+        tx.writes += 1
+
+    def _commit(self, tx: Tx) -> None:
+        assert isinstance(tx, RedoTx)
+        cpu = tx.cpu
+        if not tx.modified:
+            cpu.mark(Mark.TX_COMMIT, tx.txid)
+            return
+        muts = self.mutations
+        hdr = self.layout.desc[tx.tid]
+        for line in tx.dirty:
+            cpu.clwb(line)
+        cpu.store(hdr + 8 * H_TAIL, tx.tail)
+        self._flush_alog(tx)
+        cpu.clwb(hdr)
+        if "R1" not in muts:
+            cpu.persist_barrier()  # PB#1
+        cpu.mark(Mark.TX_COMMIT, tx.txid)
+        cpu.store(hdr + 8 * H_STATE, COMMITTED)
+        cpu.clwb(hdr)
+        if "R2" not in muts:
+            cpu.persist_barrier()  # PB#2: the commit point is durable
+        self._apply_alog(cpu, tx.alog)
+        self._write_back(cpu, tx.records)
+        if "R3" not in muts:
+            cpu.persist_barrier()  # PB#3
+        cpu.store(hdr + 8 * H_STATE, IDLE)
+        cpu.clwb(hdr)
+        if "R4" not in muts:
+            cpu.persist_barrier()  # PB#4
+        self._clear_bits(tx)
+        self._release_frees(tx)
+
+    def _write_back(self, cpu: Any, records: Sequence[tuple[int, Sequence[int]]]) -> None:
+        """Copy records to their home locations oldest -> newest and flush the home lines."""
+        st = cpu.store
+        lines: dict[int, None] = {}
+        nbytes = 0
+        for home, vals in records:
+            for i, v in enumerate(vals):
+                st(home + 8 * i, v)
+            lines.update(dict.fromkeys(lines_of(home, 8 * len(vals))))
+            nbytes += 8 * len(vals)
+        cpu.work(self.costs.copy_ns_per_byte * nbytes)
+        for line in lines:
+            cpu.clwb(line)
+
+    def _clear_bits(self, tx: RedoTx) -> None:
+        cpu = tx.cpu
+        for obj in tx.hash:
+            h = cpu.load(obj)
+            if h & tx.bit:
+                cpu.store(obj, h & ~tx.bit)
+
+    def _abort(self, tx: Tx) -> None:
+        assert isinstance(tx, RedoTx)
+        self._clear_bits(tx)
+        self._return_allocs(tx)
+
+    # -- recovery ------------------------------------------------------------------------------
+    def read_log(self, tid: int) -> list[tuple[int, list[int]]]:
+        """The records up to the persisted tail (untimed), oldest first."""
+        m = self.m
+        head = self.layout.log[tid]
+        end = head + self.layout.log_bytes
+        tail = min(max(m.peek(self.layout.desc[tid] + 8 * H_TAIL), head), end)
+        out = []
+        pos = head
+        pm = m.pm
+        while pos + 8 * REC_WORDS <= tail:
+            home, n = m.peek(pos), m.peek(pos + 8)
+            rend = pos + 8 * (REC_WORDS + n)
+            if rend > tail or home % 8 or not pm.base <= home <= pm.end - 8 * n:
+                break
+            out.append((home, [m.peek(pos + 8 * (REC_WORDS + i)) for i in range(n)]))
+            pos = rend
+        return out
+
+    def recover(self, cpu: Any) -> None:
+        """Replay COMMITTED descriptors, discard the others, reset every header (2 PBs at most)."""
+        self._check_header()
+        cpu.mark(Mark.RECOVERY_BEGIN, 0)
+        lay = self.layout
+        acted = False
+        for t, hdr in enumerate(lay.desc):
+            state = self.m.peek(hdr + 8 * H_STATE)
+            if state == IDLE:
+                continue
+            alog = self._read_alog(t)
+            if state == COMMITTED:
+                self._write_back(cpu, self.read_log(t))
+                self._apply_alog(cpu, alog)
+                acted = True
+            elif self.eager_alloc and alog:
+                self._revert_alog(cpu, alog)
+                acted = True
+        if acted:
+            cpu.persist_barrier()
+        for t, hdr in enumerate(lay.desc):
+            cpu.store(hdr + 8 * H_TAIL, lay.log[t])
+            cpu.store(hdr + 8 * H_NALLOC, 0)
+            cpu.store(hdr + 8 * H_STATE, IDLE)
+            cpu.clwb(hdr)
+        cpu.persist_barrier()
+        cpu.mark(Mark.RECOVERY_END, 0)
+        self._load()
+
+    def _check_logs(self) -> list[str]:
+        return [f"descriptor {t}: redo log tail not reset"
+                for t, hdr in enumerate(self.layout.desc)
+                if self.m.peek(hdr + 8 * H_TAIL) != self.layout.log[t]]
+
+
+REDO_EAGER = variant(RedoRuntime, "redo-eager", eager_alloc=True)
+
+register_mutant(RedoRuntime, "R1", "drop PB#1: COMMITTED may persist before the records or the "
+                "tail (replay of garbage)", PB_DOMAINS)
+register_mutant(RedoRuntime, "R2", "drop PB#2: write-backs may persist before COMMITTED (torn "
+                "transaction)", PB_DOMAINS)
+register_mutant(RedoRuntime, "R3", "drop PB#3: IDLE may persist before the write-backs "
+                "(committed writes lost)", PB_DOMAINS)
+register_mutant(RedoRuntime, "R4", "drop PB#4: the next transaction's records may persist while "
+                "COMMITTED is still persistent (uncommitted records replayed)", PB_DOMAINS)
+register_mutant(RedoRuntime, "R5", "skip setting the writers bit: a read after a write returns "
+                "the stale home value (functional)", needs="a read of a field the same "
+                "transaction wrote")
+register_alloc_mutants(RedoRuntime)
