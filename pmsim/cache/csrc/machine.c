@@ -25,14 +25,12 @@ enum { WB_EVICT = 0, WB_FLUSH = 1, WB_NT = 2 };
    snoop); the trace grows before an instruction runs so that it never fails half-way */
 enum { EVENTS_PER_OP = 16, TRACE_INITIAL = 4096 };
 
-/* One way of a cache set: tag = line + 1 (0 = empty), meta = stamp << 1 | dirty. */
-typedef struct way {
-    uint64_t tag;
-    uint64_t meta;
-} way;
-
+/* One cache level. Tags and metadata are separate arrays (a lookup scans only the tags):
+   tag = line + 1 (0 = empty way), meta = stamp << 1 | dirty. A looked-up entry is named by
+   the address of its meta word. */
 typedef struct cache {
-    way *w;
+    uint64_t *tag;
+    uint64_t *meta;
     uint64_t mask;
     uint32_t ways;
     uint64_t clock; /* LRU stamp counter, bumped on every touch and insert */
@@ -62,73 +60,92 @@ struct pm_machine {
 
 static int cache_init(cache *c, uint32_t sets, uint32_t ways)
 {
-    c->w = calloc((size_t)sets * ways, sizeof(way));
+    c->tag = calloc((size_t)sets * ways, sizeof(uint64_t));
+    c->meta = calloc((size_t)sets * ways, sizeof(uint64_t));
     c->mask = (uint64_t)sets - 1;
     c->ways = ways;
     c->clock = 0;
     c->used = 0;
-    return c->w != NULL;
+    return c->tag != NULL && c->meta != NULL;
+}
+
+static void cache_free(cache *c)
+{
+    free(c->tag);
+    free(c->meta);
 }
 
 static void cache_clear(cache *c)
 {
-    memset(c->w, 0, (size_t)(c->mask + 1) * c->ways * sizeof(way));
+    size_t n = (size_t)(c->mask + 1) * c->ways;
+    memset(c->tag, 0, n * sizeof(uint64_t));
+    memset(c->meta, 0, n * sizeof(uint64_t));
     c->clock = 0;
     c->used = 0;
 }
 
-static inline way *cache_lookup(cache *c, uint64_t line)
+/* The meta word of `line`'s entry (without touching LRU), or NULL. */
+static inline uint64_t *cache_lookup(cache *c, uint64_t line)
 {
-    way *s = c->w + (line & c->mask) * c->ways;
+    size_t base = (size_t)(line & c->mask) * c->ways;
+    const uint64_t *t = c->tag + base;
     uint64_t tag = line + 1;
     for (uint32_t i = 0; i < c->ways; i++)
-        if (s[i].tag == tag)
-            return &s[i];
+        if (t[i] == tag)
+            return c->meta + base + i;
     return NULL;
 }
 
-static inline void cache_touch(cache *c, way *e)
+static inline void cache_touch(cache *c, uint64_t *e)
 {
     c->clock++;
-    e->meta = (c->clock << 1) | (e->meta & 1);
+    *e = (c->clock << 1) | (*e & 1);
+}
+
+/* Empty the way of a looked-up entry. */
+static inline void cache_drop(cache *c, uint64_t *e)
+{
+    c->tag[e - c->meta] = 0;
+    *e = 0;
+    c->used--;
 }
 
 /* Insert a line that is not present; returns 1 and the victim when the set was full. */
 static inline int cache_insert(cache *c, uint64_t line, int dirty, uint64_t *vline, int *vdirty)
 {
-    way *s = c->w + (line & c->mask) * c->ways;
-    way *slot = NULL, *lru = NULL;
+    size_t base = (size_t)(line & c->mask) * c->ways;
+    uint64_t *t = c->tag + base, *mt = c->meta + base;
+    uint32_t slot = c->ways;
     for (uint32_t i = 0; i < c->ways; i++) {
-        if (s[i].tag == 0) {
-            slot = &s[i];
+        if (t[i] == 0) {
+            slot = i;
             break;
         }
-        if (lru == NULL || s[i].meta < lru->meta)
-            lru = &s[i];
     }
     int evicted = 0;
-    if (slot == NULL) {
-        *vline = lru->tag - 1;
-        *vdirty = (int)(lru->meta & 1);
+    if (slot == c->ways) {
+        slot = 0;
+        for (uint32_t i = 1; i < c->ways; i++)
+            if (mt[i] < mt[slot])
+                slot = i;
+        *vline = t[slot] - 1;
+        *vdirty = (int)(mt[slot] & 1);
         evicted = 1;
-        slot = lru;
     } else {
         c->used++;
     }
     c->clock++;
-    slot->tag = line + 1;
-    slot->meta = (c->clock << 1) | (dirty ? 1u : 0u);
+    t[slot] = line + 1;
+    mt[slot] = (c->clock << 1) | (dirty ? 1u : 0u);
     return evicted;
 }
 
 static inline int cache_remove(cache *c, uint64_t line)
 {
-    way *e = cache_lookup(c, line);
+    uint64_t *e = cache_lookup(c, line);
     if (e == NULL)
         return 0;
-    e->tag = 0;
-    e->meta = 0;
-    c->used--;
+    cache_drop(c, e);
     return 1;
 }
 
@@ -245,9 +262,9 @@ static void evict_to(pm_machine *m, int tid, int level, uint64_t line)
     pm_stats *st = &m->st[tid];
     while (level < 3) {
         cache *nxt = level == 1 ? &m->l2[tid] : &m->llc;
-        way *e = cache_lookup(nxt, line);
+        uint64_t *e = cache_lookup(nxt, line);
         if (e != NULL) {
-            e->meta |= 1;
+            *e |= 1;
             return;
         }
         uint64_t vline;
@@ -283,21 +300,21 @@ static int snoop_downgrade(pm_machine *m, int tid, uint64_t line)
     for (int d = 0; d < m->cfg.cores; d++) {
         if (d == tid)
             continue;
-        way *e = m->l1[d].used ? cache_lookup(&m->l1[d], line) : NULL;
-        if (e != NULL && (e->meta & 1)) {
-            e->meta &= ~(uint64_t)1;
+        uint64_t *e = m->l1[d].used ? cache_lookup(&m->l1[d], line) : NULL;
+        if (e != NULL && (*e & 1)) {
+            *e &= ~(uint64_t)1;
             hit = 1;
         }
         e = m->l2[d].used ? cache_lookup(&m->l2[d], line) : NULL;
-        if (e != NULL && (e->meta & 1)) {
-            e->meta &= ~(uint64_t)1;
+        if (e != NULL && (*e & 1)) {
+            *e &= ~(uint64_t)1;
             hit = 1;
         }
     }
     if (hit) {
-        way *e = cache_lookup(&m->llc, line);
+        uint64_t *e = cache_lookup(&m->llc, line);
         if (e != NULL) {
-            e->meta |= 1;
+            *e |= 1;
         } else {
             uint64_t vline;
             int vdirty;
@@ -330,7 +347,7 @@ static inline double mem_access(pm_machine *m, int tid, uint64_t line, int write
     cache *l1 = &m->l1[tid], *l2 = &m->l2[tid];
     double lat = 0.0;
     int level;
-    way *e = cache_lookup(l1, line);
+    uint64_t *e = cache_lookup(l1, line);
     if (e != NULL) {
         cache_touch(l1, e);
         st->l1_hits += 1;
@@ -381,7 +398,7 @@ static inline double mem_access(pm_machine *m, int tid, uint64_t line, int write
         }
         if (e == NULL)
             e = cache_lookup(l1, line);
-        e->meta |= 1;
+        *e |= 1;
     }
     *level_out = level;
     return lat;
@@ -396,17 +413,14 @@ static double flush_line(pm_machine *m, int tid, uint64_t line, int invalidate, 
     for (int i = 0; i < n; i++) {
         cache *c = i < m->cfg.cores ? &m->l1[i] : i < 2 * m->cfg.cores ? &m->l2[i - m->cfg.cores]
                                                                         : &m->llc;
-        way *e = cache_lookup(c, line);
+        uint64_t *e = cache_lookup(c, line);
         if (e != NULL) {
-            if (e->meta & 1) {
+            if (*e & 1) {
                 dirty = 1;
-                e->meta &= ~(uint64_t)1;
+                *e &= ~(uint64_t)1;
             }
-            if (invalidate) {
-                e->tag = 0;
-                e->meta = 0;
-                c->used--;
-            }
+            if (invalidate)
+                cache_drop(c, e);
         }
     }
     if (!dirty)
@@ -682,11 +696,11 @@ void pm_machine_free(pm_machine *m)
         return;
     for (int i = 0; i < m->cfg.cores; i++) {
         if (m->l1)
-            free(m->l1[i].w);
+            cache_free(&m->l1[i]);
         if (m->l2)
-            free(m->l2[i].w);
+            cache_free(&m->l2[i]);
     }
-    free(m->llc.w);
+    cache_free(&m->llc);
     free(m->l1);
     free(m->l2);
     free(m->st);
@@ -836,10 +850,42 @@ int pm_set_clock(pm_machine *m, int tid, double t)
     return 0;
 }
 
+#if defined(__GNUC__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
+static inline void prefetch_set(const cache *c, uint64_t line)
+{
+    size_t base = (size_t)(line & c->mask) * c->ways;
+    for (uint32_t i = 0; i < c->ways; i += 8)
+        PREFETCH(c->tag + base + i);
+    PREFETCH(c->meta + base);
+}
+
+/* Start loading what an upcoming access will look at (a hint only: no state changes). */
+static inline void prefetch_op(const pm_machine *m, const pm_op *o)
+{
+    if (o->op > OP_NTSTORE && o->op != OP_CAS && o->op != OP_XCHG)
+        return;
+    if (o->tid >= m->cfg.cores)
+        return;
+    uint64_t line = o->addr >> LINE_SHIFT;
+    prefetch_set(&m->l2[o->tid], line);
+    prefetch_set(&m->llc, line);
+    if (o->addr >= m->pm_base && o->addr < m->pm_end)
+        PREFETCH(m->rwords[m->cfg.pm_index] + ((o->addr - m->pm_base) >> 3));
+}
+
+enum { PREFETCH_AHEAD = 8 };
+
 int64_t pm_run_batch(pm_machine *m, const pm_op *ops, size_t n, uint64_t *out)
 {
     for (size_t i = 0; i < n; i++) {
         const pm_op *o = &ops[i];
+        if (i + PREFETCH_AHEAD < n)
+            prefetch_op(m, &ops[i + PREFETCH_AHEAD]);
         int tid = o->tid;
         uint64_t v = 0;
         int err;
