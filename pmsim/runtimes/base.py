@@ -165,6 +165,7 @@ class Runtime:
         self.seq = [0] * t
         self.active: list[Tx | None] = [None] * t
         self.latencies: list[float] = []
+        self.commit_order: list[int] = []  # txids in the order of their commit points
         self.commits = 0
         self.aborts = 0
         self.epoch = 1
@@ -272,6 +273,7 @@ class Runtime:
         self._check_live(tx)
         self._commit(tx)
         self.commits += 1
+        self.commit_order.append(tx.txid)
         tx.cpu.mark(Mark.TX_DURABLE, tx.txid)
         yield from self._finish(tx)
 
@@ -447,7 +449,13 @@ class Runtime:
         errs.extend(self._check_logs())
         owned = self._runtime_blocks()
         for obj in live:
-            for b in self.blocks_of(obj):
+            try:
+                self.heap.owner(obj)
+                blocks = self.blocks_of(obj)
+            except PmsimError:
+                errs.append(f"live object {obj:#x} is not a heap block")
+                continue
+            for b in blocks:
                 if b in owned:
                     errs.append(f"block {b:#x} is owned by objects {owned[b]:#x} and {obj:#x} "
                                 "(double allocation)")

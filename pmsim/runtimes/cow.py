@@ -118,9 +118,9 @@ class CowRuntime(Runtime):
             b = block_size(8 * s.words)
             n = s.count if s.written is None else min(s.count, s.written)
             out[b] = out.get(b, 0) + n
-        for words, live in spec.heap:
-            b = block_size(8 * heap_payload_words(words))
-            out[b] = out.get(b, 0) + live
+        for lo, hi, live in spec.heap:
+            for b in {block_size(8 * heap_payload_words(w)) for w in range(lo, hi + 1)}:
+                out[b] = out.get(b, 0) + live
         return out
 
     # -- objects ---------------------------------------------------------------------------------

@@ -59,13 +59,13 @@ class StaticArray:
 class PMSpec:
     """What an application needs from the persistent layout.
 
-    ``heap`` lists ``(words, live)`` pairs: at most ``live`` heap objects of ``words`` fields
-    are allocated at any time. The ``max_tx_*`` fields bound one transaction: TXN_WRITE calls,
-    words written, alloc/free calls, distinct objects written.
+    ``heap`` lists ``(min_words, max_words, live)``: at most ``live`` heap objects with between
+    ``min_words`` and ``max_words`` fields are allocated at any time. The ``max_tx_*`` fields
+    bound one transaction: TXN_WRITE calls, words written, alloc/free calls, objects written.
     """
 
     statics: tuple[StaticArray, ...] = ()
-    heap: tuple[tuple[int, int], ...] = ()
+    heap: tuple[tuple[int, int, int], ...] = ()
     max_tx_writes: int = 64
     max_tx_words: int = 256
     max_tx_allocs: int = 16
@@ -78,6 +78,10 @@ class PMSpec:
         for s in self.statics:
             if s.count < 0 or s.words <= 0:
                 raise ConfigError(f"PMSpec: static array {s.name!r} needs count >= 0 and words >= 1")
+        for h in self.heap:
+            if len(h) != 3 or not 1 <= h[0] <= h[1] or h[2] < 0:
+                raise ConfigError(f"PMSpec.heap entry {h!r}: expected (min_words, max_words, live) "
+                                  "with 1 <= min_words <= max_words and live >= 0")
         for v in ("max_tx_writes", "max_tx_words", "max_tx_allocs", "max_tx_objects"):
             if getattr(self, v) < 0:
                 raise ConfigError(f"PMSpec.{v} must be >= 0")
@@ -180,16 +184,15 @@ def plan(family: str, spec: PMSpec, threads: int, base: int, *,
         statics.append(StaticPlace(s.name, addr, s.count, s.words, stride))
         addr += s.count * stride
     need: dict[int, int] = {}
-    for words, live in spec.heap:
-        b = block_size(obj_bytes(words))
-        need[b] = need.get(b, 0) + live
+    for lo, hi, live in spec.heap:
+        for b in {block_size(obj_bytes(w)) for w in range(lo, hi + 1)}:
+            need[b] = need.get(b, 0) + live
     for b, n in extra_heap.items():
         need[b] = need.get(b, 0) + n
     classes = []
     for b in sorted(need):
-        # slack: blocks a thread holds between free and the end of its transaction, and
-        # blocks stranded in another thread's superblock
-        per_thread = _up(need[b] + 2 * spec.max_tx_allocs + 2 * spec.max_tx_objects + 8, 64)
+        # slack: blocks freed but not yet back on a list at the end of a transaction
+        per_thread = _up(-(-need[b] // threads) + spec.max_tx_allocs + spec.max_tx_objects + 2, 8)
         nblocks = per_thread * threads
         addr = _up(addr, LINE)
         bitmap = addr

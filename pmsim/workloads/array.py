@@ -1,0 +1,127 @@
+"""Array and Array-RAW (card §7, from SoftWrAP): ``per_tx`` contiguous slots from a random start;
+a slot is read whole, or read and written with every integer incremented.
+
+Array copies a read-write slot and writes it back with one TXN_WRITE (no read-after-write);
+Array-RAW reads and writes each integer in place (one log record per integer). Which slots of a
+transaction are read-write is a random subset of size ``round(per_tx * write_pct / 100)``.
+Slots start at zero, so a slot's value counts the committed transactions that wrote it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..config import param
+from ..runtimes.base import Runtime
+from ..runtimes.layout import PMSpec, StaticArray
+from .base import MASK64, Model, Workload, check_range, register_workload
+
+
+@dataclass(frozen=True)
+class ArrayParams:
+    slots: int = param(4096, "slots", "array length (the paper uses 10 M)")
+    slot_words: int = param(4, "words", "slot size in 8-byte integers (paper: 4 and 64)")
+    per_tx: int = param(20, "slots", "contiguous slots each transaction touches")
+    write_pct: float = param(50.0, "%", "share of the touched slots that are read-write")
+    lock_stripe: int = param(64, "slots", "slots per application lock (multi-threaded runs)")
+
+    def __post_init__(self) -> None:
+        check_range("array", "slot_words", self.slot_words, 1, 4096)
+        check_range("array", "per_tx", self.per_tx, 1)
+        check_range("array", "slots", self.slots, self.per_tx)
+        check_range("array", "write_pct", self.write_pct, 0, 100)
+        check_range("array", "lock_stripe", self.lock_stripe, 1)
+
+
+class ArrayModel(Model):
+    def __init__(self, words: int) -> None:
+        self.words = words
+        self.count: dict[int, int] = {}
+
+    def apply(self, op: tuple[int, int]) -> None:
+        start, mask = op
+        j = 0
+        while mask:
+            if mask & 1:
+                self.count[start + j] = (self.count.get(start + j, 0) + 1) & MASK64
+            mask >>= 1
+            j += 1
+
+    def snapshot(self) -> Hashable:
+        w = self.words
+        return tuple((s, (c,) * w) for s, c in sorted(self.count.items()) if c)
+
+
+@register_workload
+class Array(Workload):
+    """Array: whole-slot TXN_WRITEs."""
+
+    name = "array"
+    Params = ArrayParams
+    help = "per_tx contiguous slots from a random start; write_pct of them incremented"
+    raw = False
+
+    @property
+    def writes(self) -> int:
+        """Read-write slots per transaction."""
+        return int(round(self.p.per_tx * self.p.write_pct / 100))
+
+    def spec(self) -> PMSpec:
+        p = self.p
+        w = self.writes
+        written = None if self.txs is None else min(p.slots, self.threads * self.txs * w)
+        calls = w * (p.slot_words if self.raw else 1)
+        return PMSpec(statics=(StaticArray("slots", p.slots, p.slot_words, written),),
+                      max_tx_writes=calls, max_tx_words=w * p.slot_words, max_tx_allocs=0,
+                      max_tx_objects=w)
+
+    def nlocks(self) -> int:
+        return -(-self.p.slots // self.p.lock_stripe) if self.threads > 1 else 0
+
+    def next_op(self, tid: int, rng: np.random.Generator) -> tuple[int, int]:
+        p = self.p
+        start = int(rng.integers(0, p.slots - p.per_tx + 1))
+        mask = 0
+        for j in rng.choice(p.per_tx, size=self.writes, replace=False).tolist():
+            mask |= 1 << j
+        return start, mask
+
+    def transaction(self, cpu: Any, rt: Runtime, op: tuple[int, int]) -> Generator[Any, Any, None]:
+        p = self.p
+        start, mask = op
+        stripe = p.lock_stripe
+        locks = self.held(*range(start // stripe, (start + p.per_tx - 1) // stripe + 1))
+        tx = yield from rt.begin(cpu, locks)
+        self.record(tx, op)
+        w = p.slot_words
+        for j in range(p.per_tx):
+            obj = rt.static("slots", start + j)
+            if not mask >> j & 1:
+                tx.read_words(obj, 0, w)
+            elif self.raw:
+                for i in range(w):
+                    tx.write(obj, i, (tx.read(obj, i) + 1) & MASK64)
+            else:
+                tx.write_words(obj, 0, [(v + 1) & MASK64 for v in tx.read_words(obj, 0, w)])
+        yield from rt.commit(tx)
+
+    def model(self) -> Model:
+        return ArrayModel(self.p.slot_words)
+
+    def read_data(self, rt: Runtime) -> Hashable:
+        arr = rt.peek_static("slots")
+        rows = np.flatnonzero(arr.any(axis=1))
+        return tuple((int(i), tuple(int(v) for v in arr[i])) for i in rows)
+
+
+@register_workload
+class ArrayRAW(Array):
+    """Array-RAW: each integer read and written in place."""
+
+    name = "array-raw"
+    help = "as array, but each integer of a read-write slot is read and written in place"
+    raw = True

@@ -1,0 +1,85 @@
+"""A machine, a runtime and a workload wired together: run, crash, recover, compare.
+
+This is what tests, the CLI and the crash fuzzer share::
+
+    s = Session.create("undo", "bank", preset("marathe-pdom1"), threads=2, seed=3)
+    s.run(50)                                  # 50 transactions per thread
+    img = s.machine.pm_image()                 # (or a crash image from the trace)
+    rec = s.recover(img)                       # fresh volatile state + recovery
+    rec.errors, rec.data == s.workload.expected(order)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..config import MachineConfig
+from ..machine import Machine
+from ..runtimes.base import Runtime, RuntimeCosts, fit_pm, get_runtime
+from .base import Workload, get_workload
+
+
+@dataclass
+class Recovered:
+    """The outcome of recovery on one image."""
+
+    runtime: Runtime
+    data: Hashable
+    errors: list[str]
+
+
+class Session:
+    """One run of a workload on a runtime."""
+
+    def __init__(self, machine: Machine, runtime: Runtime, workload: Workload) -> None:
+        self.machine = machine
+        self.runtime = runtime
+        self.workload = workload
+
+    @classmethod
+    def create(cls, runtime: str, workload: str | Workload, config: MachineConfig | None = None,
+               threads: int = 1, seed: int = 0, txs: int | None = None,
+               params: Mapping[str, Any] | None = None, costs: RuntimeCosts | None = None,
+               backend: str | None = None, fit: bool = True) -> Session:
+        """Build the machine (PM grown to fit the layout when ``fit``), format the runtime and
+        set the workload up. ``txs`` (per thread) lets the layout size the COW heap."""
+        rt_cls = get_runtime(runtime)
+        wl = workload if isinstance(workload, Workload) else get_workload(workload)(
+            threads=threads, seed=seed, txs=txs, **dict(params or {}))
+        cfg = config or MachineConfig()
+        if cfg.cores < threads:
+            cfg = cfg.replace(cores=threads)
+        layout = rt_cls.plan(wl.spec(), threads, cfg.pm_region.base)
+        if fit:
+            cfg = fit_pm(cfg, layout.end - cfg.pm_region.base)
+        m = Machine(cfg, backend=backend)
+        rt = rt_cls(m, layout, costs)
+        rt.format()
+        wl.setup(rt)
+        m.reset_trace()
+        return cls(m, rt, wl)
+
+    def run(self, txs: int) -> None:
+        """Run ``txs`` transactions on every thread to completion."""
+        for t in range(self.workload.threads):
+            self.machine.spawn(self.workload.thread_body, t, self.runtime, t, txs)
+        self.machine.run()
+
+    def check(self) -> bool:
+        """Whether the current data equals the reference after the committed transactions."""
+        return self.workload.app_data(self.runtime) == self.workload.expected(self.runtime.commit_order)
+
+    def recover(self, image: np.ndarray, machine: Machine | None = None) -> Recovered:
+        """Power-cycle ``machine`` (default: this session's), load ``image``, run recovery."""
+        m = machine or self.machine
+        m.engine.reset_volatile()
+        m.env = type(m.env)()
+        m.load_pm_image(image)
+        rt = self.runtime.reattach(m)
+        rt.recover(m.cpu(0))
+        wl = self.workload
+        return Recovered(rt, wl.app_data(rt), rt.check_invariants(wl.live_objects(rt)))
