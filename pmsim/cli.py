@@ -15,6 +15,17 @@ from .errors import PmsimError
 from .presets import PRESETS, preset
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
+    return v
+
+
 def add_machine_args(p: argparse.ArgumentParser) -> None:
     """Options shared by every command that builds a machine."""
     g = p.add_argument_group("machine")
@@ -96,7 +107,7 @@ def _add_config(p: argparse.ArgumentParser) -> None:
 
 def _add_machine(p: argparse.ArgumentParser) -> None:
     add_machine_args(p)
-    p.add_argument("--ops", type=int, default=20000, help="instructions per thread")
+    p.add_argument("--ops", type=positive_int, default=20000, help="instructions per thread")
 
 
 register("presets", "list the named machine configurations", lambda p: None, _cmd_presets)
@@ -143,6 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("pmsim: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into e.g. `head`
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

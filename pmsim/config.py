@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
@@ -44,8 +45,9 @@ def _fail(obj: Any, name: str, problem: str, fix: str) -> ConfigError:
 def _check_nonneg(obj: Any, *names: str) -> None:
     for n in names:
         v = getattr(obj, n)
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
-            raise _fail(obj, n, f"must be a number >= 0, got {v!r}", "Use a non-negative value.")
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
+            raise _fail(obj, n, f"must be a number >= 0 and finite, got {v!r}",
+                        "Use a non-negative value.")
 
 
 def _check_posint(obj: Any, *names: str) -> None:
@@ -187,7 +189,8 @@ class MachineConfig:
             raise _fail(self, "barrier", f"unknown mode {self.barrier!r}",
                         "Use 'modelled' or 'fixed'.")
         _check_nonneg(self, "barrier_ns")
-        if not isinstance(self.quantum_ns, (int, float)) or self.quantum_ns <= 0:
+        q = self.quantum_ns
+        if not isinstance(q, (int, float)) or isinstance(q, bool) or not math.isfinite(q) or q <= 0:
             raise _fail(self, "quantum_ns", f"must be > 0, got {self.quantum_ns!r}",
                         "Use a positive number of nanoseconds.")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
@@ -258,9 +261,13 @@ class MachineConfig:
     def load(cls, path: str | Path) -> MachineConfig:
         """Read a ``.json``, ``.yaml`` or ``.yml`` file."""
         p = Path(path)
-        if not p.exists():
-            raise ConfigError(f"config file {str(p)!r} does not exist. Check the path.")
-        text = p.read_text()
+        if not p.is_file():
+            what = "is a directory" if p.is_dir() else "does not exist"
+            raise ConfigError(f"config file {str(p)!r} {what}. Give the path of a .json or .yaml file.")
+        try:
+            text = p.read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigError(f"cannot read config file {str(p)!r}: {e}") from None
         if p.suffix in (".yaml", ".yml"):
             return cls.from_yaml(text)
         if p.suffix == ".json":
@@ -324,6 +331,12 @@ def _replace_nested(obj: Any, changes: dict[str, Any]) -> Any:
             nested.setdefault(head, {})[rest] = value
         else:
             direct[head] = value
+    hints = get_type_hints(type(obj))
+    where = type(obj).__name__
+    for head, value in list(direct.items()):
+        if is_dataclass(hints[head]) and is_dataclass(value):
+            continue
+        direct[head] = _convert(hints[head], value, f"{where}.{head}")
     for head, sub in nested.items():
         direct[head] = _replace_nested(direct.get(head, getattr(obj, head)), sub)
     return dataclasses.replace(obj, **direct)

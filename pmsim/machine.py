@@ -202,7 +202,7 @@ class Machine:
         self.engine.mem.arrays[r][w] = value
 
     def peek_bytes(self, addr: int, n: int) -> bytes:
-        r, w = self.engine.mem.locate(addr)
+        r, w = self.engine.mem.locate(addr & ~7)
         arr = self.engine.mem.arrays[r]
         return arr.view(np.uint8)[w * 8 + (addr & 7): w * 8 + (addr & 7) + n].tobytes()
 

@@ -222,8 +222,6 @@ def test_argparse_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[s
     assert "usage: pmsim" in capsys.readouterr().err
 
 
-@pytest.mark.xfail(raises=IsADirectoryError, strict=True,
-                   reason="MachineConfig.load reads the path before checking it is a file")
 def test_config_path_that_is_a_directory_exits_2(capsys: pytest.CaptureFixture[str],
                                                  tmp_path: Path) -> None:
     d = tmp_path / "machine.json"
@@ -232,9 +230,6 @@ def test_config_path_that_is_a_directory_exits_2(capsys: pytest.CaptureFixture[s
     assert rc == 2 and "machine.json" in err
 
 
-@pytest.mark.xfail(raises=AttributeError, strict=True,
-                   reason="MachineConfig.replace does not convert plain values (lists of dicts) "
-                          "into nested config objects the way from_dict does")
 def test_set_accepts_structured_values(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = cli(capsys, "config", "--format", "json", "--set",
                      'regions=[{"name": "pm", "base": 0, "size": 8192, "kind": "pm"}]')
@@ -242,8 +237,6 @@ def test_set_accepts_structured_values(capsys: pytest.CaptureFixture[str]) -> No
     assert json.loads(out)["regions"] == [{"name": "pm", "base": 0, "size": 8192, "kind": "pm"}]
 
 
-@pytest.mark.xfail(raises=ValueError, strict=True,
-                   reason="machine --ops is not validated: a negative count reaches NumPy")
 def test_negative_ops_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     try:
         rc = main(["machine", "--ops", "-5", "--backend", "python"])

@@ -110,8 +110,6 @@ def test_latency_must_be_a_number_not_a_bool_or_string() -> None:
         DRAMConfig(True)  # type: ignore[arg-type]
 
 
-@pytest.mark.xfail(reason="_check_nonneg tests `v < 0`, which is False for NaN, so NaN latencies "
-                          "and quantum_ns pass validation", strict=True)
 @pytest.mark.parametrize("make", [
     lambda: PMConfig(read_ns=float("nan")),
     lambda: CostConfig(fence_ns=float("nan")),

@@ -886,8 +886,6 @@ def test_peek_bytes_reads_aligned_ranges(backend: str) -> None:
     assert m.peek_bytes(PM, 16) == bytes(range(1, 17))
 
 
-@pytest.mark.xfail(reason="Machine.peek_bytes locates the unaligned address itself, which "
-                          "Memory.locate rejects; it should locate addr & ~7", strict=True)
 def test_peek_bytes_accepts_unaligned_addresses(backend: str) -> None:
     m = mk(backend)
     m.poke(PM, 0x0807060504030201)

@@ -16,6 +16,8 @@ from .stamp import source_stamp as _source_stamp
 
 
 def _load() -> tuple[Any, Any]:
+    if os.environ.get("PMSIM_BACKEND") == "python":
+        return None, None
     try:
         from . import _pmcore  # type: ignore[attr-defined]
     except ImportError:
