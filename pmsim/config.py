@@ -305,6 +305,8 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
 
 
 def _convert(tp: Any, value: Any, path: str) -> Any:
+    if is_dataclass(tp) and isinstance(value, tp):  # type: ignore[arg-type]
+        return value
     if is_dataclass(tp):
         return from_dict(tp, value, path)
     if get_origin(tp) is tuple:
@@ -334,8 +336,6 @@ def _replace_nested(obj: Any, changes: dict[str, Any]) -> Any:
     hints = get_type_hints(type(obj))
     where = type(obj).__name__
     for head, value in list(direct.items()):
-        if is_dataclass(hints[head]) and is_dataclass(value):
-            continue
         direct[head] = _convert(hints[head], value, f"{where}.{head}")
     for head, sub in nested.items():
         direct[head] = _replace_nested(direct.get(head, getattr(obj, head)), sub)

@@ -58,7 +58,8 @@ case "$MOD" in
     "$SCRATCH"/*) ;;
     *) echo "sanitize: FAILED - imported $MOD instead of the scratch build"; exit 1 ;;
 esac
-if ! ldd "$MOD" | grep -q libasan; then
+DEPS=$(env -u LD_PRELOAD ldd "$MOD" 2>&1)
+if [[ "$DEPS" != *libasan* ]]; then
     echo "sanitize: FAILED - $MOD is not linked against AddressSanitizer"
     exit 1
 fi

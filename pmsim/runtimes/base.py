@@ -22,6 +22,7 @@ with ``cpu.work`` from :class:`RuntimeCosts`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
@@ -575,22 +576,23 @@ def create_runtime(name: str, machine: Any, spec: PMSpec, threads: int | None = 
 
 
 def fit_pm(cfg: Any, nbytes: int) -> Any:
-    """``cfg`` with its PM region grown (if needed) to hold ``nbytes`` from its base."""
+    """``cfg`` with its PM region grown (if needed) to hold ``nbytes`` from its base; regions
+    the larger PM would overlap move above it."""
     pm = cfg.pm_region
     if pm.size >= nbytes:
         return cfg
     size = (nbytes + (1 << 20) - 1) >> 20 << 20
+    end = pm.base + size
     regions = []
     for r in cfg.regions:
         if r is pm:
-            r = type(r)(r.name, r.base, size, r.kind)
+            r = dataclasses.replace(r, size=size)
+        elif r.base < end and r.end > pm.base:
+            end = ((end + (1 << 30) - 1) >> 30) << 30
+            r = dataclasses.replace(r, base=end)
+            end += r.size
         regions.append(r)
-    others = [r for r in regions if r.name != pm.name]
-    for o in others:  # move regions that now overlap PM above it
-        if o.base < pm.base + size and o.end > pm.base:
-            regions[regions.index(o)] = type(o)(o.name, ((pm.base + size + (1 << 30) - 1) >> 30) << 30,
-                                                o.size, o.kind)
-    return cfg.replace(regions=tuple(regions))
+    return dataclasses.replace(cfg, regions=tuple(regions))
 
 
 __all__ = [
