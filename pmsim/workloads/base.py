@@ -52,7 +52,7 @@ def make_params(cls: type, values: Mapping[str, Any], workload: str) -> Any:
     kw: dict[str, Any] = {}
     for key, v in values.items():
         if key not in names:
-            raise unknown(f"parameter of workload {workload!r}", key, names)
+            raise unknown(f"{workload} parameter", key, names)
         tp = hints[key]
         if isinstance(v, str) and tp in (int, float, bool):
             try:

@@ -1,0 +1,120 @@
+"""Run a workload on a runtime and measure it: what ``pmsim run`` prints.
+
+Figures are per measured period (after an optional warm-up): throughput in committed
+transactions per simulated second, percentiles of per-transaction simulated latency (begin,
+lock waits included, to the return of commit/abort), and per-transaction persist barriers,
+flushes, fences and bytes written to PM media.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..config import MachineConfig
+from ..runtimes.base import RuntimeCosts
+from ..stats import total
+from ..workloads.session import Session
+
+
+@dataclass
+class RunResult:
+    """Measured figures of one run, with everything needed to reproduce it."""
+
+    runtime: str
+    workload: str
+    domain: str
+    threads: int
+    txs: int
+    commits: int
+    aborts: int
+    sim_ns: float
+    throughput: float
+    lat_p50: float
+    lat_p90: float
+    lat_p99: float
+    pb_per_tx: float
+    flush_per_tx: float
+    fence_per_tx: float
+    pm_bytes_per_tx: float
+    wall_s: float
+    params: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    backend: str = ""
+    version: str = ""
+
+    @property
+    def tx_per_wall_s(self) -> float:
+        return self.txs / self.wall_s if self.wall_s > 0 else float("inf")
+
+    def row(self) -> dict[str, Any]:
+        """A flat record (no nested config) for tables and CSV."""
+        d = asdict(self)
+        d.pop("config")
+        d["params"] = ";".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        d["tx_per_wall_s"] = self.tx_per_wall_s
+        return d
+
+
+METRICS: tuple[tuple[str, str, str], ...] = (
+    ("throughput", "tx/s", "committed transactions per simulated second"),
+    ("lat_p50", "ns", "median transaction latency"),
+    ("lat_p90", "ns", "90th percentile latency"),
+    ("lat_p99", "ns", "99th percentile latency"),
+    ("pb_per_tx", "", "persist barriers per transaction"),
+    ("flush_per_tx", "", "clwb + clflushopt + clflush per transaction"),
+    ("fence_per_tx", "", "sfence + mfence per transaction"),
+    ("pm_bytes_per_tx", "B", "bytes written to PM media per transaction"),
+    ("commits", "", "committed transactions"),
+    ("aborts", "", "aborted transactions"),
+    ("sim_ns", "ns", "simulated time of the measured period"),
+    ("wall_s", "s", "wall-clock time of the measured period"),
+)
+
+
+def run_experiment(runtime: str, workload: str, config: MachineConfig | None = None,
+                   threads: int = 1, txs: int = 1000, warmup: int = 0, seed: int | None = None,
+                   params: Mapping[str, Any] | None = None, costs: RuntimeCosts | None = None,
+                   backend: str | None = None) -> RunResult:
+    """Run ``warmup`` then ``txs`` transactions per thread; measure the second phase."""
+    from .. import __version__
+
+    cfg = config or MachineConfig()
+    seed = cfg.seed if seed is None else seed
+    s = Session.create(runtime, workload, cfg, threads=threads, seed=seed, txs=warmup + txs,
+                       params=params, costs=costs, backend=backend)
+    m, rt = s.machine, s.runtime
+    if warmup:
+        s.run(warmup)
+    before = total(m.stats())
+    t0 = m.now
+    n_lat, c0, a0 = len(rt.latencies), rt.commits, rt.aborts
+    wall = time.perf_counter()
+    s.run(txs)
+    wall = time.perf_counter() - wall
+    after = total(m.stats())
+
+    def delta(*names: str) -> float:
+        return float(sum(after[n] - before[n] for n in names))
+
+    sim = m.now - t0
+    commits, aborts = rt.commits - c0, rt.aborts - a0
+    n = max(commits + aborts, 1)
+    lat = np.array(rt.latencies[n_lat:]) if len(rt.latencies) > n_lat else np.zeros(1)
+    p50, p90, p99 = (float(x) for x in np.percentile(lat, [50, 90, 99]))
+    return RunResult(
+        runtime=runtime, workload=workload, domain=m.config.domain, threads=threads,
+        txs=commits + aborts, commits=commits, aborts=aborts, sim_ns=sim,
+        throughput=commits / sim * 1e9 if sim > 0 else 0.0,
+        lat_p50=p50, lat_p90=p90, lat_p99=p99,
+        pb_per_tx=delta("persist_barriers") / n,
+        flush_per_tx=delta("clwb", "clflushopt", "clflush") / n,
+        fence_per_tx=delta("sfence", "mfence") / n,
+        pm_bytes_per_tx=delta("pm_write_bytes") / n,
+        wall_s=wall, params=dict(params or {}), config=m.config.to_dict(), seed=seed,
+        backend=m.backend, version=__version__)
