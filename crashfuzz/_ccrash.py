@@ -6,6 +6,7 @@ same NumPy tables and caller-owned buffers, one cffi call per batch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -94,6 +95,22 @@ class CKernel:
             _wptr(ffi, "uint64_t *", img), _wptr(ffi, "uint64_t *", h), count,
             _wptr(ffi, "uint64_t *", out_h))
         _check(ret, "crash_odometer")
+
+    def stepper(self, fchain: np.ndarray, rep_off: np.ndarray, reps: np.ndarray, digit: np.ndarray,
+                img: np.ndarray, h: np.ndarray) -> Callable[[], None]:
+        """A no-argument call advancing the odometer by one state (buffers wrapped once)."""
+        ffi = self.ffi
+        # the cdata from ffi.from_buffer keep the arrays alive as long as ``args`` lives
+        args = (self.t, len(fchain), _ptr(ffi, "int64_t *", fchain), _ptr(ffi, "int64_t *", rep_off),
+                _ptr(ffi, "int64_t *", reps), _wptr(ffi, "int64_t *", digit),
+                _wptr(ffi, "uint64_t *", img), _wptr(ffi, "uint64_t *", h), 1, ffi.NULL)
+        fn = self.lib.crash_odometer
+
+        def step() -> None:
+            if fn(*args) < 0:
+                _check(-1, "crash_odometer")
+
+        return step
 
     def walk(self, fchain: np.ndarray, x: np.ndarray, targets: np.ndarray, img: np.ndarray,
              h: np.ndarray, out_h: np.ndarray | None) -> None:

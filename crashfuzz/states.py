@@ -34,7 +34,7 @@ pure-Python :class:`PyKernel` is its reference.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,6 +104,11 @@ class PyKernel:
                 out_h[s] = hh
         digit[:] = dg
         h[:] = hh
+
+    def stepper(self, fchain: np.ndarray, rep_off: np.ndarray, reps: np.ndarray, digit: np.ndarray,
+                img: np.ndarray, h: np.ndarray) -> Callable[[], None]:
+        """A no-argument call advancing the odometer by one state."""
+        return lambda: self.odometer(fchain, rep_off, reps, digit, img, h, 1, None)
 
     def walk(self, fchain: np.ndarray, x: np.ndarray, targets: np.ndarray, img: np.ndarray,
              h: np.ndarray, out_h: np.ndarray | None) -> None:
@@ -518,9 +523,10 @@ class StateSpace:
             digit = np.zeros(len(reps), np.int64)
             # the first rep of each chain is its lo, so img and h already hold state 0
             total = total if limit is None else min(total, limit)
+            step = kern.stepper(self.free, rep_off, flat, digit, words, h)
             for s in range(total):
                 if s:
-                    kern.odometer(self.free, rep_off, flat, digit, words, h, 1, None)
+                    step()
                 yield (int(h[0]), int(h[1])), img
             return
         seen: set[tuple[int, int]] = set()
