@@ -48,13 +48,15 @@ class Edge:
     """"Chain ``y_chain`` persisted >= ``y_count`` stores" implies the same of ``x_chain``/``x_count``.
 
     Equivalently: store number ``x_count`` of ``x_chain`` persists before store number
-    ``y_count`` of ``y_chain`` (1-based counts).
+    ``y_count`` of ``y_chain`` (1-based counts). ``until``, when known, is the first crash
+    point from which the lower bounds imply the edge (so points from there on skip it).
     """
 
     x_chain: int
     x_count: int
     y_chain: int
     y_count: int
+    until: int | None = None
 
 
 EdgeProvider = Callable[["TraceIndex", str], Iterable[Edge]]
@@ -341,12 +343,14 @@ def clflush_edges(ix: TraceIndex, domain: str) -> Iterable[Edge]:
     if not len(fpos):
         return edges
     is_fence = np.isin(ix.kind, FENCE_KINDS)
+    fences = {t: np.nonzero(is_fence & (ix.tid == t))[0] for t in np.unique(ix.tid[fpos]).tolist()}
+    stores = {t: np.nonzero((ix.chain >= 0) & (ix.tid == t))[0] for t in fences}
     for f in fpos.tolist():
         t = int(ix.tid[f])
-        later = np.nonzero((ix.tid[f + 1:] == t) & is_fence[f + 1:])[0]
-        g = f + 1 + int(later[0]) if len(later) else ix.n
-        span = np.arange(f + 1, g)
-        ys = span[(ix.tid[f + 1:g] == t) & (ix.chain[f + 1:g] >= 0)]
+        nxt = np.searchsorted(fences[t], f, side="right")
+        g = int(fences[t][nxt]) if nxt < len(fences[t]) else ix.n
+        st_t = stores[t]
+        ys = st_t[np.searchsorted(st_t, f, side="right"):np.searchsorted(st_t, g)]
         if not len(ys):
             continue
         xs = [(c, int(np.searchsorted(ix.st_event[ix.off[c]:ix.off[c + 1]], f)))
@@ -358,7 +362,7 @@ def clflush_edges(ix: TraceIndex, domain: str) -> Iterable[Edge]:
                 continue
             seen.add(yc)
             yj = int(np.searchsorted(ix.st_event[ix.off[yc]:ix.off[yc + 1]], y)) + 1
-            edges.extend(Edge(xc, xi, yc, yj) for xc, xi in xs if xi > 0 and xc != yc)
+            edges.extend(Edge(xc, xi, yc, yj, g + 1) for xc, xi in xs if xi > 0 and xc != yc)
     return edges
 
 
@@ -371,12 +375,14 @@ EDGE_PROVIDERS: dict[str, list[EdgeProvider]] = {
 
 
 def collect_edges(ix: TraceIndex, domain: str, providers: Iterable[EdgeProvider]) -> np.ndarray:
-    """Every provider's edges as an int64 array ``[x_chain, x_count, y_chain, y_count, y_event]``.
+    """Every provider's edges as int64 rows ``[x_chain, x_count, y_chain, y_count, y_event, until]``.
+
+    An edge matters at points ``k`` with ``y_event < k < until`` (``until`` defaults to n + 1).
 
     Raises TraceError for an edge that does not point from an earlier store to a later one
     (that would make the persist order cyclic).
     """
-    rows: list[tuple[int, int, int, int, int]] = []
+    rows: list[tuple[int, int, int, int, int, int]] = []
     for prov in providers:
         for e in prov(ix, domain):
             for ch, cnt in ((e.x_chain, e.x_count), (e.y_chain, e.y_count)):
@@ -388,8 +394,9 @@ def collect_edges(ix: TraceIndex, domain: str, providers: Iterable[EdgeProvider]
                 raise TraceError(f"edge {e} from {getattr(prov, '__name__', prov)} orders event "
                                  f"#{xe} before the earlier event #{ye}; persist-order edges "
                                  "must point from an earlier store to a later one")
-            rows.append((e.x_chain, e.x_count, e.y_chain, e.y_count, ye))
-    return np.array(sorted(set(rows)), np.int64).reshape(-1, 5)
+            until = ix.n + 1 if e.until is None else e.until
+            rows.append((e.x_chain, e.x_count, e.y_chain, e.y_count, ye, until))
+    return np.array(sorted(set(rows)), np.int64).reshape(-1, 6)
 
 
 # -- the image the simulated hardware actually held ----------------------------------------------

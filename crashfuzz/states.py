@@ -629,7 +629,7 @@ class CrashModel:
             self.lower = LowerBounds(ix, log)
         providers = list(EDGE_PROVIDERS[domain] if edge_providers is None else edge_providers)
         providers += list(extra_edge_providers)
-        self.edges = collect_edges(ix, domain, providers) if domain != "pdom2" else np.zeros((0, 5), np.int64)
+        self.edges = collect_edges(ix, domain, providers) if domain != "pdom2" else np.zeros((0, 6), np.int64)
         z = np.zeros(1, np.uint64)
         self.prefix_sums = (np.concatenate([z, np.cumsum(ix.st_d1, dtype=np.uint64)]),
                             np.concatenate([z, np.cumsum(ix.st_d2, dtype=np.uint64)]))
@@ -678,7 +678,8 @@ class CrashModel:
                               "not those of one point; split the interval at the fences (the "
                               "'reduced' points do) or use since=None")
         act = np.nonzero(hi > 0)[0]
-        edges = self.edges[self.edges[:, 4] < k] if len(self.edges) else self.edges
+        e = self.edges
+        edges = e[(e[:, 4] < k) & (k < e[:, 5])] if len(e) else e
         if not len(edges):
             return StateSpace(self, point, "product", act, lo[act], hi[act], [])
         lo_d = {int(c): int(lo[c]) for c in act}
