@@ -1,0 +1,44 @@
+"""crashfuzz: exhaustive crash fuzzing of persistent-memory transactions.
+
+The flat API::
+
+    import crashfuzz
+    report = crashfuzz.fuzz(crashfuzz.FuzzConfig(runtime="undo", workload="kv", txs=20))
+    assert report.ok, crashfuzz.format_report(report)
+
+Pieces: the crash-state model (:class:`CrashModel`: exact surviving images per crash point),
+crash points (:func:`select_points`), the oracle, campaigns (:func:`fuzz`), the mutation suite
+(:func:`kill_matrix`), Hypothesis strategies (``crashfuzz.strategies``), the litmus runner and a
+pytest plugin (the ``crashfuzz`` fixture).
+"""
+
+from __future__ import annotations
+
+from .campaign import (
+    FUZZ_PARAMS,
+    Campaign,
+    Failure,
+    FuzzConfig,
+    Report,
+    check_failures,
+    drop_stores,
+    fuzz,
+    fuzz_machine,
+)
+from .litmus import LitmusResult, LitmusTest, litmus_suite, load_litmus, parse_litmus, run_litmus
+from .litmus import check as check_litmus
+from .model import EDGE_PROVIDERS, Edge, image_hash
+from .mutants import KillRow, kill_matrix
+from .oracle import Oracle, TxHistory
+from .points import CrashPoint, every_points, reduced_points, sampled_points, select_points
+from .report import format_report, load_finding, replay, save_findings
+from .states import Coverage, CrashModel, StateSpace
+
+__all__ = [
+    "EDGE_PROVIDERS", "FUZZ_PARAMS", "Campaign", "Coverage", "CrashModel", "CrashPoint", "Edge",
+    "Failure", "FuzzConfig", "KillRow", "LitmusResult", "LitmusTest", "Oracle", "Report",
+    "StateSpace", "TxHistory", "check_failures", "check_litmus", "drop_stores", "every_points",
+    "format_report", "fuzz", "fuzz_machine", "image_hash", "kill_matrix", "litmus_suite",
+    "load_finding", "load_litmus", "parse_litmus", "reduced_points", "replay", "run_litmus",
+    "sampled_points", "save_findings", "select_points",
+]

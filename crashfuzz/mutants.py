@@ -1,0 +1,113 @@
+"""The mutation suite: every registered mutant, fuzzed in every domain, as a kill matrix.
+
+A mutant (``pmsim.runtimes.base.MUTANTS``) is a runtime variant with one step of the spec
+card broken. It must be *killed* (the fuzzer reports a failure) in each domain where the card
+says it is a bug, and must survive where it is harmless (a dropped persist barrier under PDOM-2).
+Each mutant is tried on a list of workloads until one kills it; the row records which.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pmsim.runtimes.base import MUTANTS, Mutant, get_mutant
+
+from .campaign import FuzzConfig, fuzz
+
+DOMAINS = ("pdom0", "pdom1", "pdom2")
+
+WORKLOAD_TRIALS: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = (
+    ("array", ()),
+    ("alloc_x", (("abort_pct", 30.0),)),
+    ("kv", ()),
+    ("array_raw", ()),
+    ("bank", ()),
+)
+"""(workload, params) tried in order until the mutant is killed."""
+
+
+@dataclass
+class KillRow:
+    """One mutant in one domain."""
+
+    mutant: str
+    domain: str
+    expected_kill: bool
+    killed: bool
+    workload: str
+    first_point: int | None
+    failure: str
+    states: int
+    seconds: float
+
+    @property
+    def as_expected(self) -> bool:
+        return self.killed == self.expected_kill
+
+
+def _trials(base: FuzzConfig) -> Iterable[FuzzConfig]:
+    from pmsim.errors import UnknownNameError
+    from pmsim.workloads.base import get_workload
+
+    for name, params in WORKLOAD_TRIALS:
+        try:
+            cls = get_workload(name)
+        except UnknownNameError:
+            continue
+        fields = getattr(cls.Params, "__dataclass_fields__", {})
+        if all(k in fields for k, _ in params):
+            yield replace(base, workload=name, params=params)
+
+
+def kill_one(mutant: Mutant, domain: str, base: FuzzConfig) -> KillRow:
+    t0 = time.perf_counter()
+    states = 0
+    last = None
+    for cfg in _trials(replace(base, runtime=mutant.name, domain=domain, stop_at_first=True)):
+        rep = fuzz(cfg)
+        states += rep.states_checked
+        last = cfg
+        if not rep.ok:
+            f = rep.failures[0]
+            return KillRow(mutant.name, domain, domain in mutant.domains, True, cfg.workload,
+                           rep.first_failure_point, f.summary(), states, time.perf_counter() - t0)
+    return KillRow(mutant.name, domain, domain in mutant.domains, False,
+                   last.workload if last else "-", None, "", states, time.perf_counter() - t0)
+
+
+def kill_matrix(mutants: Sequence[str] | None = None, domains: Sequence[str] = DOMAINS,
+                base: FuzzConfig | None = None,
+                progress: Callable[[KillRow], None] | None = None) -> list[KillRow]:
+    """Fuzz every mutant (default: all registered) in every domain; one row each."""
+    base = base or FuzzConfig(txs=8, idempotence=2)
+    if mutants is None:
+        get_mutant("undo:U1")  # loads the built-in runtimes and their mutants
+        names = sorted(MUTANTS)
+    else:
+        names = list(mutants)
+    rows = []
+    for name in names:
+        m = get_mutant(name)
+        for d in domains:
+            row = kill_one(m, d, base)
+            rows.append(row)
+            if progress:
+                progress(row)
+    return rows
+
+
+def format_matrix(rows: Sequence[KillRow]) -> str:
+    from pmsim.stats import format_table
+
+    recs = [{"mutant": r.mutant, "domain": r.domain,
+             "killed": "yes" if r.killed else "no",
+             "expected": "kill" if r.expected_kill else "survive",
+             "ok": "ok" if r.as_expected else "UNEXPECTED",
+             "workload": r.workload,
+             "first point": "-" if r.first_point is None else r.first_point,
+             "states": r.states, "s": round(r.seconds, 2),
+             "failure": r.failure[:70]} for r in rows]
+    return format_table(recs)
