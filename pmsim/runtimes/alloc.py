@@ -52,6 +52,13 @@ class Allocator:
         raise PmsimError(f"address {addr:#x} is not a heap block of this layout (freed twice, "
                          "or not allocated by the transaction API?)")
 
+    def is_block(self, addr: int) -> bool:
+        i = bisect.bisect_right(self._starts, addr) - 1
+        if i < 0:
+            return False
+        c = self.classes[i]
+        return addr < c.end and (addr - c.base) % c.block == 0
+
     def bit_of(self, addr: int) -> tuple[int, int]:
         """(bitmap word address, bit mask) of a block."""
         ci, bi = self.owner(addr)

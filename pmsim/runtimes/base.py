@@ -143,7 +143,8 @@ class Runtime:
     family: ClassVar[str] = ""
     mutations: ClassVar[frozenset[str]] = frozenset()
     eager_alloc: ClassVar[bool] = False
-    """Eager allocator baseline (card §5): each alloc/free call persists its bit with 1 PB."""
+    """Eager allocator baseline (card §5): each alloc/free call persists its log entry and bit
+    with 1 PB (and an ordering sfence); an abort reverts each flip with 1 PB."""
 
     def __init__(self, machine: Any, layout: Layout, costs: RuntimeCosts | None = None) -> None:
         if layout.family != self.family:
@@ -346,11 +347,15 @@ class Runtime:
         cpu.store(slot, entry)
         tx.alog.append(entry)
         if self.eager_alloc:
+            # entry before count (sfence), count before the flip (the CAS is a fence): a
+            # persisted count never covers a stale entry, a persisted flip is always logged.
+            # Fences order persistence only with the WPQ in the persistence domain, so this
+            # baseline is crash-consistent in PDOM-1/2; in PDOM-0 it is a timing model (M8).
             hdr = self.layout.desc[tx.tid]
-            cpu.store(hdr + 8 * H_NALLOC, i + 1)
             cpu.clwb(slot)
+            cpu.sfence()
+            cpu.store(hdr + 8 * H_NALLOC, i + 1)
             cpu.clwb(hdr)
-            # the CAS is a fence: the log entry reaches the WPQ before the bit flips
             cpu.clwb(self.heap.flip(cpu, addr, kind == ALLOC))
             cpu.persist_barrier()
         elif "A1" in self.mutations:
@@ -361,9 +366,11 @@ class Runtime:
         if not tx.alog:
             return
         cpu = tx.cpu
-        cpu.store(self.layout.desc[tx.tid] + 8 * H_NALLOC, len(tx.alog))
+        hdr = self.layout.desc[tx.tid]
+        cpu.store(hdr + 8 * H_NALLOC, len(tx.alog))
         for line in lines_of(self.layout.alloc_log[tx.tid], 8 * len(tx.alog)):
             cpu.clwb(line)
+        cpu.clwb(hdr)
 
     def _apply_alog(self, cpu: Any, entries: Sequence[int]) -> None:
         """Flip the bits of a committed allocation log (in order) and flush them."""
@@ -401,7 +408,8 @@ class Runtime:
         n = self.m.peek(self.layout.desc[tid] + 8 * H_NALLOC)
         n = min(n, self.layout.alloc_cap)
         base = self.layout.alloc_log[tid]
-        return [self.m.peek(base + 8 * i) for i in range(n)]
+        entries = [self.m.peek(base + 8 * i) for i in range(n)]
+        return [e for e in entries if self.heap.is_block(e & ~1)]  # unwritten slots hold no block
 
     # -- functional access (untimed) -----------------------------------------------------------
     def field_addr(self, obj: int, field: int) -> int:

@@ -101,10 +101,12 @@ class UndoRuntime(Runtime):
         tx.version = self.version[t]
         tx.tail = self.layout.log[t]
         cpu, hdr = tx.cpu, self.layout.desc[t]
-        # V first: any persisted prefix of this line either keeps the old V or has the new one
-        cpu.store(hdr + 8 * H_VERSION, tx.version)
-        cpu.store(hdr + 8 * H_TAIL, tx.tail)
+        # one line, persisted as a prefix of these stores: the allocation-log reset comes
+        # first (a new V must never own the previous transaction's entries), RUNNING last (it
+        # must never pair with the previous V, whose records may already be rolled back)
         cpu.store(hdr + 8 * H_NALLOC, 0)
+        cpu.store(hdr + 8 * H_TAIL, tx.tail)
+        cpu.store(hdr + 8 * H_VERSION, tx.version)
         cpu.store(hdr + 8 * H_STATE, RUNNING)
         cpu.clwb(hdr)
 
