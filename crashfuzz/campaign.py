@@ -55,7 +55,7 @@ class FuzzConfig:
     txs: int = param(20, "tx", "transactions per thread in the crash-free run")
     points: str = param("reduced", "", "crash points: reduced (complete), every, sampled")
     sampled_points: int = param(64, "points", "how many points 'sampled' draws")
-    budget: int = param(4096, "states", "enumerate a point exhaustively up to this many states")
+    budget: int = param(65536, "states", "enumerate a point exhaustively up to this many states")
     samples: int = param(256, "states", "uniform samples at a point over the budget")
     idempotence: int = param(8, "images", "distinct images (at most one per crash point, where "
                              "recovery stores something) whose recovery is itself crash-tested")
@@ -115,7 +115,7 @@ FUZZ_PARAMS: dict[str, dict[str, Any]] = {
     "array": {"slots": 32, "slot_words": 2, "per_tx": 2, "write_pct": 100.0},
     "kv": {"buckets": 4, "keys": 8},
     "bank": {"accounts": 4},
-    "alloc_x": {"x": 2, "groups": 2, "max_bytes": 64},
+    "alloc-x": {"x": 2, "groups": 2, "max_bytes": 64},
 }
 """Small workload parameters campaigns use unless FuzzConfig.params says otherwise: small
 transactions keep every crash point's state space exhaustively enumerable."""

@@ -21,7 +21,7 @@ DOMAINS = ("pdom0", "pdom1", "pdom2")
 
 WORKLOAD_TRIALS: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = (
     ("array", ()),
-    ("alloc_x", (("abort_pct", 30.0),)),
+    ("alloc-x", (("abort_pct", 30.0),)),
     ("kv", ()),
     ("array_raw", ()),
     ("bank", ()),
