@@ -583,10 +583,16 @@ def create_runtime(name: str, machine: Any, spec: PMSpec, threads: int | None = 
     return rt
 
 
-def fit_pm(cfg: Any, nbytes: int) -> Any:
+def fit_pm(cfg: Any, nbytes: int, shrink: bool = False) -> Any:
     """``cfg`` with its PM region grown (if needed) to hold ``nbytes`` from its base; regions
-    the larger PM would overlap move above it."""
+    the larger PM would overlap move above it. ``shrink`` also cuts a larger PM region down to
+    ``nbytes`` rounded up to 4 KiB (small crash images are cheap to copy)."""
     pm = cfg.pm_region
+    if shrink:
+        size = (nbytes + 4095) >> 12 << 12
+        if size < pm.size:
+            regions = tuple(dataclasses.replace(r, size=size) if r is pm else r for r in cfg.regions)
+            return dataclasses.replace(cfg, regions=regions)
     if pm.size >= nbytes:
         return cfg
     size = (nbytes + (1 << 20) - 1) >> 20 << 20

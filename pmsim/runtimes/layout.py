@@ -12,6 +12,7 @@ address range.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -152,8 +153,13 @@ class Layout:
 
     def fingerprint(self) -> int:
         """A 63-bit hash of the layout, stored in PM so a mismatched recovery fails loudly."""
-        h = hashlib.blake2b(repr(self).encode(), digest_size=8).digest()
-        return int.from_bytes(h, "little") >> 1
+        return _fingerprint(self)
+
+
+@functools.lru_cache(maxsize=256)
+def _fingerprint(layout: Layout) -> int:
+    h = hashlib.blake2b(repr(layout).encode(), digest_size=8).digest()
+    return int.from_bytes(h, "little") >> 1
 
 
 def plan(family: str, spec: PMSpec, threads: int, base: int, *,

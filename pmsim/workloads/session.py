@@ -44,9 +44,10 @@ class Session:
     def create(cls, runtime: str, workload: str | Workload, config: MachineConfig | None = None,
                threads: int = 1, seed: int = 0, txs: int | None = None,
                params: Mapping[str, Any] | None = None, costs: RuntimeCosts | None = None,
-               backend: str | None = None, fit: bool = True) -> Session:
-        """Build the machine (PM grown to fit the layout when ``fit``), format the runtime and
-        set the workload up. ``txs`` (per thread) lets the layout size the COW heap."""
+               backend: str | None = None, fit: bool = True, compact: bool = False) -> Session:
+        """Build the machine (PM grown to fit the layout when ``fit``; cut down to it when
+        ``compact``, which keeps crash images small), format the runtime and set the workload
+        up. ``txs`` (per thread) lets the layout size the COW heap."""
         rt_cls = get_runtime(runtime)
         wl = workload if isinstance(workload, Workload) else get_workload(workload)(
             threads=threads, seed=seed, txs=txs, **dict(params or {}))
@@ -54,8 +55,8 @@ class Session:
         if cfg.cores < threads:
             cfg = cfg.replace(cores=threads)
         layout = rt_cls.plan(wl.spec(), threads, cfg.pm_region.base)
-        if fit:
-            cfg = fit_pm(cfg, layout.end - cfg.pm_region.base)
+        if fit or compact:
+            cfg = fit_pm(cfg, layout.end - cfg.pm_region.base, shrink=compact)
         m = Machine(cfg, backend=backend)
         rt = rt_cls(m, layout, costs)
         rt.format()

@@ -78,16 +78,29 @@ def images(trace, domain: str, k: int) -> Iterator[np.ndarray]:
         if kd == Ev.PCOMMIT and domain == "pdom0":
             for ln, j in pending.pop(t, {}).items():
                 guaranteed[ln] = max(guaranteed.get(ln, -1), j)
-    yield build(guaranteed, set())
-    dirty = [ln for ln, j in last.items() if guaranteed.get(ln, -1) < j]
+    low = build(guaranteed, set())
+    yield low
+    by_line: dict[int, list[tuple[int, int, int]]] = {}
+    for st in stores:
+        if st[0] > guaranteed.get(st[1] >> 6, -1):
+            by_line.setdefault(st[1] >> 6, []).append(st)
+
+    def plus(lines: dict[int, int]) -> np.ndarray:
+        img = low.view(np.uint64).copy()
+        for ln, upto in lines.items():
+            for i, addr, val in by_line[ln]:
+                if i <= upto:
+                    img[(addr - pmb) >> 3] = val
+        return img.view(np.uint8)
+
+    dirty = list(by_line)
     for ln in dirty:  # one line persisted further, store by store
-        for i, addr, _ in stores:
-            if addr >> 6 == ln and i > guaranteed.get(ln, -1):
-                yield build({**guaranteed, ln: i}, set())
+        for i, _, _ in by_line[ln]:
+            yield plus({ln: i})
     if len(dirty) > 1:
         for ln in dirty:  # everything but one line
-            yield build(guaranteed, set(dirty) - {ln})
-        yield build(guaranteed, set(dirty))
+            yield plus({x: k for x in dirty if x != ln})
+        yield plus(dict.fromkeys(dirty, k))
 
 
 def _prefix(base: np.ndarray, stores: list[tuple[int, int, int]], lim: int, pmb: int) -> np.ndarray:

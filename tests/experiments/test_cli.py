@@ -1,0 +1,56 @@
+"""`pmsim run` and `pmsim demo`: output, files, and exit status 2 on bad input."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from pmsim.cli import main
+
+
+def test_run_prints_table_and_writes_files(tmp_path, capsys) -> None:
+    js, cs = tmp_path / "r.json", tmp_path / "r.csv"
+    rc = main(["run", "--runtime", "redo", "--workload", "bank", "--threads", "2", "--txs", "30",
+               "--preset", "marathe-pdom1", "-p", "accounts=8", "--json", str(js), "--csv", str(cs)])
+    assert rc == 0
+    out = capsys.readouterr().out
+    for metric in ("throughput", "lat_p50", "lat_p99", "pb_per_tx", "pm_bytes_per_tx", "aborts"):
+        assert metric in out
+    data = json.loads(js.read_text())
+    assert data["runtime"] == "redo" and data["threads"] == 2
+    assert data["commits"] + data["aborts"] == 60
+    assert data["config"]["domain"] == "pdom1"
+    row = next(csv.DictReader(cs.open()))
+    assert float(row["pb_per_tx"]) == pytest.approx(data["pb_per_tx"])
+
+
+def test_run_domain_override(capsys) -> None:
+    for dom in ("pdom0", "pdom2"):
+        assert main(["run", "--runtime", "undo", "--txs", "5", "--preset", "marathe-pdom1",
+                     "--domain", dom, "-p", "slots=1000", "-p", "write_pct=50"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("pdom0") and out.count("pdom2")
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["run", "--runtime", "undoo"], "unknown runtime 'undoo'"),
+    (["run", "--workload", "arry"], "unknown workload 'arry'"),
+    (["run", "-p", "write_pct=200"], "write_pct"),
+    (["run", "-p", "slots"], "KEY=VALUE"),
+    (["run", "-p", "nosuch=1"], "unknown array parameter"),
+    (["run", "--threads", "0"], "--threads"),
+])
+def test_bad_input_exits_2(argv, msg, capsys) -> None:
+    assert main(argv) == 2
+    assert msg in capsys.readouterr().err
+
+
+def test_demo(capsys) -> None:
+    assert main(["demo", "--txs", "20"]) == 0
+    out = capsys.readouterr().out
+    for rt in ("undo", "redo", "cow"):
+        assert rt in out
+    for dom in ("pdom0", "pdom1", "pdom2"):
+        assert dom in out
