@@ -205,6 +205,16 @@ class Runtime:
         """The handle of static object ``i`` of array ``name``."""
         return self.layout.static(name).obj(i)
 
+    def crash_irrelevant(self) -> list[int]:
+        """Addresses of 8-byte PM words that recovery neither needs nor lets change what it
+        recovers (hints such as stale writer marks, which it resets). The crash fuzzer leaves
+        stores to them out of the crash-state enumeration. Default: none."""
+        return []
+
+    def _static_words(self, offset: int) -> list[int]:
+        """The word at byte ``offset`` of every static object."""
+        return [s.obj(i) + offset for s in self.layout.statics for i in range(s.count)]
+
     def reattach(self, machine: Any) -> Runtime:
         """A new instance of this runtime over the same layout (e.g. for recovery)."""
         return type(self)(machine, self.layout, self.costs)

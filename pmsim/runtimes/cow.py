@@ -91,6 +91,11 @@ class CowRuntime(Runtime):
     family = "cow"
     _field0_words = WRAPPER // 8
 
+    def crash_irrelevant(self) -> list[int]:
+        """The static wrappers' writer ids: reads redirect only for the running transaction's
+        volatile write set, and recovery never consults them."""
+        return self._static_words(W_WRITER)
+
     def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, **kw)
         self._static_bases = [s.base for s in self.layout.statics]

@@ -83,6 +83,12 @@ class RedoRuntime(Runtime):
     family = "redo"
     _field0_words = 1
 
+    def crash_irrelevant(self) -> list[int]:
+        """Every object's writers bitmap (static objects and heap blocks): recovery clears them
+        without using them."""
+        heap = [h.base + i * h.block for h in self.layout.heap for i in range(h.nblocks)]
+        return self._static_words(0) + heap
+
     @classmethod
     def obj_bytes(cls, words: int) -> int:
         return 8 + 8 * words

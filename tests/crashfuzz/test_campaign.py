@@ -101,10 +101,11 @@ def test_sharded_campaign_finds_the_same_failures() -> None:
     assert one.states_checked == two.states_checked
 
 
-def test_irrelevant_words_recover_identically() -> None:
+@pytest.mark.parametrize("workload", ("array", "alloc-x", "kv"))
+def test_irrelevant_words_recover_identically(workload: str) -> None:
     """The runtimes' declarations of words recovery ignores hold on real crash images."""
     for runtime in RUNTIMES:
-        camp = Campaign(FuzzConfig(runtime=runtime, workload="array", txs=6, reduce=False))
+        camp = Campaign(FuzzConfig(runtime=runtime, workload=workload, txs=6, reduce=False))
         words = np.asarray(sorted(camp.session.runtime.crash_irrelevant()), np.uint64)
         rng = np.random.default_rng(1)
         for p in camp.model.points("reduced")[::3]:
