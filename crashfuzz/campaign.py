@@ -59,7 +59,9 @@ class FuzzConfig:
     samples: int = param(256, "states", "uniform samples at a point over the budget")
     idempotence: int = param(8, "images", "distinct images (at most one per crash point, where "
                              "recovery stores something) whose recovery is itself crash-tested")
-    new_tx: bool = param(True, "", "check that each distinct recovered state commits a new tx")
+    new_tx: int = param(1, "tx", "new transactions run (and checked) on a recovered image; 0 = off")
+    new_tx_every_image: bool = param(False, "", "run the new transactions on every distinct "
+                                     "image, not once per distinct recovered data")
     seed: int = param(0, "", "seed of the workload and of every sample")
     reduce: bool = param(True, "", "leave out stores to words the runtime declares irrelevant to "
                          "recovery (Runtime.crash_irrelevant); their images recover identically")
@@ -281,7 +283,7 @@ class Campaign:
         return rt, data, errors, (m.trace() if record else None)
 
     def _new_transaction(self, rt: Runtime, data: Hashable, k: int) -> str | None:
-        """Commit one more transaction on the recovered runtime, restart cleanly, recover and
+        """Commit ``new_tx`` more transactions on the recovered runtime, restart cleanly, recover and
         check data and invariants; None if all is well."""
         wl = self.session.workload
         _, cands = self.oracle.check(k, data)
@@ -294,18 +296,19 @@ class Campaign:
         trial.seed = wl.seed + 7919
         m = rt.m
         trial.locks = [m.lock() for _ in range(wl.nlocks())]
-        op = trial.next_op(0, trial.rng(0))
-        proc = m.spawn(lambda cpu: trial.transaction(cpu, rt, op), 0)
-        try:
-            m.run()
-            if not proc.ok:
-                return f"the new transaction failed: {proc.value!r}"
-        except Exception as e:  # noqa: BLE001
-            return f"the new transaction raised {type(e).__name__}: {e}"
         model = wl.model()
         for t in self._order_for(match):
             model.apply(wl.executed[t])
-        model.apply(op)
+        for _ in range(self.cfg.new_tx):
+            op = trial.next_op(0, trial.rng(0))
+            proc = m.spawn(lambda cpu, op=op: trial.transaction(cpu, rt, op), 0)
+            try:
+                m.run()
+                if not proc.ok:
+                    return f"a new transaction failed: {proc.value!r}"
+            except Exception as e:  # noqa: BLE001
+                return f"a new transaction raised {type(e).__name__}: {e}"
+            model.apply(op)
         exp = model.snapshot()
         rt2, got, errs, _ = self.recover(m.pm_image())
         if rt2 is None:
@@ -364,10 +367,11 @@ class Campaign:
             rt, data, errors, _ = self.recover(img)
             wrote = rt is not None and bool(self.scratch.stats()["stores"].sum())
             newtx = None
-            if rt is not None and not errors and self.cfg.new_tx and data not in self._new_tx_done:
+            key = h if self.cfg.new_tx_every_image else data
+            if rt is not None and not errors and self.cfg.new_tx and key not in self._new_tx_done:
                 ok, _ = self.oracle.check(k, data)
                 if ok:
-                    self._new_tx_done.add(data)
+                    self._new_tx_done.add(key)
                     report.new_tx_checks += 1
                     newtx = self._new_transaction(rt, data, k)
             out = (data, errors, newtx, wrote)

@@ -58,7 +58,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     cfg = FuzzConfig(runtime=args.runtime, workload=args.workload, params=_params(args.param),
                      domain=args.domain, order=args.order, threads=args.threads, txs=args.txs,
                      points=args.points, sampled_points=args.sampled_points, budget=args.budget,
-                     samples=args.samples, idempotence=args.idempotence, new_tx=not args.no_new_tx,
+                     samples=args.samples, idempotence=args.idempotence, new_tx=0 if args.no_new_tx else 1,
                      seed=args.seed, stop_at_first=args.stop_at_first, reduce=not args.no_reduce)
     if args.findings and not args.no_replay:
         from pathlib import Path
@@ -96,7 +96,8 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
     from .campaign import FuzzConfig
     from .mutants import format_matrix, kill_matrix
 
-    base = FuzzConfig(txs=args.txs, seed=args.seed, idempotence=2)
+    base = FuzzConfig(txs=args.txs, seed=args.seed, idempotence=2, reduce=False, budget=4096,
+                      new_tx=3, new_tx_every_image=True)
 
     def show(row: Any) -> None:
         if sys.stderr.isatty():

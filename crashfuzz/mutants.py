@@ -1,6 +1,8 @@
 """The mutation suite: every registered mutant, fuzzed in every domain, as a kill matrix.
 
-A mutant (``pmsim.runtimes.base.MUTANTS``) is a runtime variant with one step of the spec
+Mutants are fuzzed with ``reduce=False``: a runtime's declaration of recovery-irrelevant
+words (:meth:`Runtime.crash_irrelevant`) holds for the correct runtime, not necessarily for a
+broken one. A mutant (``pmsim.runtimes.base.MUTANTS``) is a runtime variant with one step of the spec
 card broken. It must be *killed* (the fuzzer reports a failure) in each domain where the card
 says it is a bug, and must survive where it is harmless (a dropped persist barrier under PDOM-2).
 Each mutant is tried on a list of workloads until one kills it; the row records which.
@@ -82,7 +84,8 @@ def kill_matrix(mutants: Sequence[str] | None = None, domains: Sequence[str] = D
                 base: FuzzConfig | None = None,
                 progress: Callable[[KillRow], None] | None = None) -> list[KillRow]:
     """Fuzz every mutant (default: all registered) in every domain; one row each."""
-    base = base or FuzzConfig(txs=8, idempotence=2)
+    base = base or FuzzConfig(txs=8, idempotence=2, reduce=False, budget=4096,
+                              new_tx=3, new_tx_every_image=True)
     if mutants is None:
         get_mutant("undo:U1")  # loads the built-in runtimes and their mutants
         names = sorted(MUTANTS)

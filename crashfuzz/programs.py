@@ -82,7 +82,6 @@ class ProgramWorkload(Workload):
         self._pos = [0] * self.threads
 
     def spec(self) -> PMSpec:
-        ops = [o for th in self.program for ops, _ in th for o in ops]
         writes = max((len(ops) * 2 for th in self.program for ops, _ in th), default=1)
         allocs = max((2 * sum(o[0] in ("alloc", "free") for o in ops)
                       for th in self.program for ops, _ in th), default=0)
