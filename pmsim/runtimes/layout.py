@@ -151,6 +151,17 @@ class Layout:
 
         raise unknown("static array", name, [s.name for s in self.statics])
 
+    def is_data(self, addr: int, nbytes: int) -> bool:
+        """Whether ``[addr, addr + nbytes)`` lies in application data (a static array or a
+        class's blocks), never in headers, logs or bitmaps: recovery writes nowhere else."""
+        for s in self.statics:
+            if s.base <= addr and addr + nbytes <= s.base + s.count * s.stride:
+                return True
+        for c in self.heap:
+            if c.base <= addr and addr + nbytes <= c.end:
+                return True
+        return False
+
     def fingerprint(self) -> int:
         """A 63-bit hash of the layout, stored in PM so a mismatched recovery fails loudly."""
         return _fingerprint(self)

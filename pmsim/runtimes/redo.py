@@ -217,11 +217,10 @@ class RedoRuntime(Runtime):
         tail = min(max(m.peek(self.layout.desc[tid] + 8 * H_TAIL), head), end)
         out = []
         pos = head
-        pm = m.pm
         while pos + 8 * REC_WORDS <= tail:
             home, n = m.peek(pos), m.peek(pos + 8)
             rend = pos + 8 * (REC_WORDS + n)
-            if rend > tail or home % 8 or not pm.base <= home <= pm.end - 8 * n:
+            if rend > tail or home % 8 or not self.layout.is_data(home, 8 * n):
                 break
             out.append((home, [m.peek(pos + 8 * (REC_WORDS + i)) for i in range(n)]))
             pos = rend

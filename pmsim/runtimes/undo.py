@@ -7,6 +7,7 @@ trust it and accepts records from the head while sentinel, version and checksum 
 
 PBs: committed W + 2 (+2 when the transaction allocated or freed), read-only 0. ``undo-2pb``
 is the two-PB-per-append variant (no checksum, recovery trusts the tail): 2W + 2 (+2).
+``undo-eager`` (eager allocator baseline): W + 2 + one per alloc/free call + 1 for IDLE.
 
 Deviations from the card, both [A]: abort persists IDLE with a second PB, because with one PB a
 crash after another thread committed a newer value to a rolled-back address would let recovery
@@ -190,11 +191,14 @@ class UndoRuntime(Runtime):
                 cpu.persist_barrier()
         self._append(tx, [SENTINEL, tx.version, 0, COMMIT << 56], commit_point=True)  # (ii)
         hdr = self.layout.desc[tx.tid]
-        if tx.alog and not self.eager_alloc:
-            self._apply_alog(cpu, tx.alog)  # (iii)
-            if "U7" not in self.mutations:
-                cpu.persist_barrier()
-            cpu.store(hdr + 8 * H_STATE, IDLE)  # (iv)
+        if tx.alog:
+            if not self.eager_alloc:  # eager: the bits are durable already
+                self._apply_alog(cpu, tx.alog)  # (iii)
+                if "U7" not in self.mutations:
+                    cpu.persist_barrier()
+            # (iv): the next transaction's records may overwrite COMMIT before its header
+            # persists; IDLE keeps recovery from reverting (eager) or replaying stale entries
+            cpu.store(hdr + 8 * H_STATE, IDLE)
             cpu.clwb(hdr)
             cpu.persist_barrier()
         self._release_frees(tx)
@@ -257,8 +261,7 @@ class UndoRuntime(Runtime):
         return recs, False
 
     def _addr_ok(self, addr: int, n: int) -> bool:
-        pm = self.m.pm
-        return addr % 8 == 0 and pm.base <= addr and addr + 8 * n <= pm.end
+        return addr % 8 == 0 and self.layout.is_data(addr, 8 * n)
 
     def recover(self, cpu: Any) -> None:
         """Roll back uncommitted descriptors, finish committed ones, reset every header."""

@@ -80,7 +80,7 @@ def test_eager_allocator_pays_per_call(runtime: str, extra: int) -> None:
     lazy = run_tx(runtime.split("-")[0], "pdom1", 2, allocs=2)
     eager = run_tx(runtime, "pdom1", 2, allocs=2)
     if runtime.startswith("undo"):
-        assert eager == 2 + 2 + extra  # W + 2, one PB per call, no lazy bit-flip PBs
+        assert eager == 2 + 2 + extra + 1  # W + 2, one PB per call, IDLE; no bit-flip PB
     else:
         assert eager == lazy + extra
 
