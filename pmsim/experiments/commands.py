@@ -15,6 +15,7 @@ from typing import Any
 
 from ..cli import add_machine_args, machine_config, register
 from ..errors import PmsimError
+from ..machine import default_backend
 from ..runtimes.base import RUNTIMES, get_runtime
 from ..stats import format_table
 from ..workloads.base import WORKLOADS, get_workload
@@ -88,7 +89,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _add_demo(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--txs", type=int, default=300, help="measured transactions per run")
+    p.add_argument("--txs", type=int, help="measured transactions per run (default: 300 on the "
+                   "C engine, 60 on the pure-Python one)")
     p.add_argument("--write-pct", type=float, default=100.0, help="read-write share of slots")
     p.add_argument("--backend", choices=["c", "python"], help="engine backend")
 
@@ -98,7 +100,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     print("# Undo vs redo vs copy-on-write (Marathe et al.) on Array: 20 slots of 4 words per "
           f"transaction, {args.write_pct:g}% read-write, 300 ns PM loads, fixed persist barriers "
           f"{', '.join(f'{d} {ns:g} ns' for d, ns in DEMO_PRESETS)}")
-    results = run_comparison(txs=args.txs, write_pct=args.write_pct, backend=args.backend)
+    backend = args.backend or default_backend()
+    txs = args.txs or (300 if backend == "c" else 60)
+    results = run_comparison(txs=txs, warmup=max(5, txs // 6), write_pct=args.write_pct,
+                             backend=backend)
     print(compare_table(results))
     print(f"# {time.perf_counter() - t0:.1f} s wall; `pmsim run --help` runs one configuration",
           file=sys.stderr)

@@ -216,8 +216,12 @@ class Runtime:
         return [s.obj(i) + offset for s in self.layout.statics for i in range(s.count)]
 
     def reattach(self, machine: Any) -> Runtime:
-        """A new instance of this runtime over the same layout (e.g. for recovery)."""
-        return type(self)(machine, self.layout, self.costs)
+        """A new instance of this runtime over the same layout (e.g. for recovery). Its txids
+        continue this instance's sequence numbers, so transactions run after recovery never
+        reuse a txid of the crashed run."""
+        rt = type(self)(machine, self.layout, self.costs)
+        rt.seq = list(self.seq)
+        return rt
 
     # -- format and recovery -------------------------------------------------------------------
     def format(self, cpu: Any = None) -> None:
