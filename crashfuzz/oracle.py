@@ -37,6 +37,7 @@ class TxHistory:
     by_thread: dict[int, list[int]]  # tid -> committed txids in program order
     begin_pos: dict[int, int]  # txid -> trace index of TX_BEGIN
     durable_pos: dict[int, int]  # txid -> trace index of TX_DURABLE (absent: never acked)
+    _bounds: dict[int, dict[int, tuple[int, int]]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_trace(cls, trace: Trace) -> TxHistory:
@@ -65,11 +66,15 @@ class TxHistory:
 
     def bounds(self, k: int) -> dict[int, tuple[int, int]]:
         """Per thread, (durable before k, begun before k) counted over committed transactions."""
+        cached = self._bounds.get(k)
+        if cached is not None:
+            return cached
         out: dict[int, tuple[int, int]] = {}
         for tid, txs in self.by_thread.items():
             lo = sum(1 for t in txs if self.durable_pos.get(t, 1 << 62) < k)
             hi = sum(1 for t in txs if self.begin_pos.get(t, 1 << 62) < k)
             out[tid] = (lo, max(lo, hi))
+        self._bounds[k] = out
         return out
 
 
