@@ -1,0 +1,33 @@
+"""The mutation suite: every registered mutant is killed exactly where the card says it is a bug.
+
+A dropped persist barrier is harmless under PDOM-2 (stores persist in program order), so those
+mutants must *survive* there; all others must be killed in every domain. Correct runtimes never
+report a failure (tests/crashfuzz/test_campaign.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from crashfuzz.mutants import DOMAINS, kill_matrix
+from pmsim.runtimes.base import MUTANTS, get_mutant
+
+get_mutant("undo:U1")  # registers the built-in runtimes and their mutants
+NAMES = sorted(MUTANTS)
+
+
+def test_every_card_mutation_is_registered() -> None:
+    want = ({f"undo:U{i}" for i in range(1, 8)} | {f"redo:R{i}" for i in range(1, 6)}
+            | {f"cow:C{i}" for i in range(1, 7)}
+            | {f"{r}:A{i}" for r in ("undo", "redo", "cow") for i in (1, 2)})
+    assert want <= set(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_mutant_killed_exactly_where_it_is_a_bug(name: str) -> None:
+    rows = kill_matrix([name], DOMAINS)
+    for r in rows:
+        assert r.as_expected, (
+            f"{r.mutant} in {r.domain}: {'killed' if r.killed else 'survived'}, expected "
+            f"{'kill' if r.expected_kill else 'survive'} ({r.failure or 'no failure'})")
+    assert any(r.killed for r in rows)
