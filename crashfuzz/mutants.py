@@ -25,7 +25,7 @@ WORKLOAD_TRIALS: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = (
     ("array", ()),
     ("alloc-x", (("abort_pct", 30.0),)),
     ("kv", ()),
-    ("array_raw", ()),
+    ("array-raw", ()),
     ("bank", ()),
 )
 """(workload, params) tried in order until the mutant is killed."""
