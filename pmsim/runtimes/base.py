@@ -38,8 +38,19 @@ from .layout import Layout, PMSpec, block_size, plan
 IDLE, RUNNING, COMMITTED, ABORTED = 0, 1, 2, 3
 """Persistent descriptor states."""
 
-# word offsets in a descriptor's header line (written together: one line)
-H_VERSION, H_TAIL, H_NALLOC, H_NWSET, H_STATE = 0, 1, 2, 3, 4
+# word offsets in a descriptor's header line. A line need not persist as a prefix of its stores
+# (px86 order: atoms persist independently), so words that must agree carry a version tag:
+# the state word is ``tag << 8 | state`` and the allocation-log count ``tag << 20 | n``.
+H_TAIL, H_NALLOC, H_NWSET, H_STATE = 1, 2, 3, 4  # word 0 is unused
+COUNT_BITS = 20
+
+
+def state_of(word: int) -> int:
+    return word & 0xFF
+
+
+def count_of(word: int) -> int:
+    return word & ((1 << COUNT_BITS) - 1)
 # word offsets in the global header line
 G_MAGIC, G_FINGERPRINT, G_EPOCH = 0, 1, 2
 MAGIC = 0x706D73696D5F5254  # "pmsim_RT"
@@ -368,7 +379,7 @@ class Runtime:
             hdr = self.layout.desc[tx.tid]
             cpu.clwb(slot)
             cpu.sfence()
-            cpu.store(hdr + 8 * H_NALLOC, i + 1)
+            cpu.store(hdr + 8 * H_NALLOC, self._tag(tx) << COUNT_BITS | (i + 1))
             cpu.clwb(hdr)
             cpu.clwb(self.heap.flip(cpu, addr, kind == ALLOC))
             cpu.persist_barrier()
@@ -381,7 +392,7 @@ class Runtime:
             return
         cpu = tx.cpu
         hdr = self.layout.desc[tx.tid]
-        cpu.store(hdr + 8 * H_NALLOC, len(tx.alog))
+        cpu.store(hdr + 8 * H_NALLOC, self._tag(tx) << COUNT_BITS | len(tx.alog))
         for line in lines_of(self.layout.alloc_log[tx.tid], 8 * len(tx.alog)):
             cpu.clwb(line)
         cpu.clwb(hdr)
@@ -417,10 +428,17 @@ class Runtime:
             if self.eager_alloc:
                 tx.cpu.persist_barrier()
 
-    def _read_alog(self, tid: int) -> list[int]:
-        """The persisted allocation log of a descriptor (untimed read for recovery)."""
-        n = self.m.peek(self.layout.desc[tid] + 8 * H_NALLOC)
-        n = min(n, self.layout.alloc_cap)
+    def _tag(self, tx: Tx) -> int:
+        """The version tag of a transaction's header words (0: the runtime needs none)."""
+        return 0
+
+    def _read_alog(self, tid: int, tag: int = 0) -> list[int]:
+        """The persisted allocation log of a descriptor (untimed read for recovery); empty when
+        the count belongs to another transaction than ``tag``."""
+        word = self.m.peek(self.layout.desc[tid] + 8 * H_NALLOC)
+        if word >> COUNT_BITS != tag:
+            return []
+        n = min(count_of(word), self.layout.alloc_cap)
         base = self.layout.alloc_log[tid]
         entries = [self.m.peek(base + 8 * i) for i in range(n)]
         return [e for e in entries if self.heap.is_block(e & ~1)]  # unwritten slots hold no block
@@ -464,10 +482,10 @@ class Runtime:
         errs: list[str] = []
         lay = self.layout
         for t, d in enumerate(lay.desc):
-            st = self.m.peek(d + 8 * H_STATE)
+            st = state_of(self.m.peek(d + 8 * H_STATE))
             if st != IDLE:
                 errs.append(f"descriptor {t} is in state {st}, not IDLE")
-            if self.m.peek(d + 8 * H_NALLOC):
+            if count_of(self.m.peek(d + 8 * H_NALLOC)):
                 errs.append(f"descriptor {t}: allocation log not reset")
         errs.extend(self._check_logs())
         owned = self._runtime_blocks()

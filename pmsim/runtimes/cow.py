@@ -10,8 +10,10 @@ are ``epoch << 8 | tid + 1``; recovery bumps the persistent epoch so they stay u
 restarts.
 
 Commit: PB#1 (payloads, wrappers, write set, allocation log), COMMITTED + PB#2 (commit point),
-swap ``old := new; new := 0``, free ``old_backup``, flip the allocation bits, PB#3, IDLE + PB#4,
-then clear the writer ids. 4 PBs per committed writing transaction, 2 per abort, 0 read-only.
+``old := new``, free ``old_backup``, flip the allocation bits, PB#3, then ``new := 0`` and IDLE,
+PB#4, then clear the writer ids. (The card resets ``new`` before PB#3, relying on the wrapper's
+line persisting in store order; after PB#3 it is safe when atoms persist independently [A].)
+4 PBs per committed writing transaction, 2 per abort, 0 read-only.
 """
 
 from __future__ import annotations
@@ -264,6 +266,8 @@ class CowRuntime(Runtime):
         self._apply_alog(cpu, tx.alog)
         if "C3" not in muts:
             cpu.persist_barrier()  # PB#3
+        for obj in tx.wset:  # (ii) new := 0 only once old := new is durable
+            cpu.store(obj + W_NEW, 0)
         cpu.store(hdr + 8 * H_STATE, IDLE)
         cpu.clwb(hdr)
         cpu.persist_barrier()  # PB#4
@@ -274,18 +278,17 @@ class CowRuntime(Runtime):
         self._release_frees(tx)
 
     def _swap(self, cpu: Any, items: Sequence[tuple[int, int, int]]) -> list[int]:
-        """(i) old := new, (ii) new := 0, (iii) clear old_backup's bit; flush. Returns the freed
-        payloads. ``items`` are (wrapper, new payload, payload to free or 0)."""
+        """(i) old := new and (iii) clear old_backup's bit; flush. Returns the freed payloads.
+        ``items`` are (wrapper, new payload, payload to free or 0). (ii) new := 0 comes after
+        the next PB: the wrapper's atoms may persist in any order (px86), and recovery must
+        never see new == 0 before old == new is durable."""
         st = cpu.store
         lines: dict[int, None] = {}
         freed = []
         for obj, p, ob in items:
             if "C5" in self.mutations:
                 st(obj + W_NEW, 0)
-                st(obj + W_OLD, p)
-            else:
-                st(obj + W_OLD, p)
-                st(obj + W_NEW, 0)
+            st(obj + W_OLD, p)
             lines[obj & ~(LINE - 1)] = None
             if ob:
                 lines[self.heap.flip(cpu, ob, False)] = None
@@ -331,6 +334,7 @@ class CowRuntime(Runtime):
         cpu.mark(Mark.RECOVERY_BEGIN, 0)
         lay, m = self.layout, self.m
         acted = False
+        swapped: list[int] = []
         for t, hdr in enumerate(lay.desc):
             state = m.peek(hdr + 8 * H_STATE)
             alog = self._read_alog(t) if state != IDLE else []
@@ -351,14 +355,19 @@ class CowRuntime(Runtime):
                         ob = m.peek(obj + W_BACKUP)
                         if ob:
                             cpu.clwb(self.heap.flip(cpu, ob, False))
-                self._swap(cpu, [it for it in items if self._block_ok(it[2])])
+                items = [it for it in items if self._block_ok(it[2])]
+                self._swap(cpu, items)
                 self._apply_alog(cpu, alog)
+                swapped.extend(obj for obj, _, _ in items)
                 acted = True
             elif self.eager_alloc and alog:
                 self._revert_alog(cpu, alog)
                 acted = True
         if acted:
             cpu.persist_barrier()
+        for obj in swapped:
+            cpu.store(obj + W_NEW, 0)
+            cpu.clwb(obj)
         cpu.store(lay.base + 8 * G_EPOCH, m.peek(lay.base + 8 * G_EPOCH) + 1)
         cpu.clwb(lay.base)
         for hdr in lay.desc:

@@ -84,8 +84,8 @@ class RedoRuntime(Runtime):
     _field0_words = 1
 
     def crash_irrelevant(self) -> list[int]:
-        """Every object's writers bitmap (static objects and heap blocks): recovery clears them
-        without using them."""
+        """Every object's writers bitmap (static objects and heap blocks): recovery never reads
+        them, and a stale bit only makes a later read consult the (empty) log."""
         heap = [h.base + i * h.block for h in self.layout.heap for i in range(h.nblocks)]
         return self._static_words(0) + heap
 

@@ -2,7 +2,7 @@
 
 Record: ``[sentinel][V][addr][type << 56 | words][old words ...][checksum]``; the checksum
 (FNV-1a over the record's words) is stored last. The tail pointer in the descriptor header is
-stored after each record's PB, unflushed-by-PB, so it lags at most one record; recovery does not
+stored after each record's PB without a PB of its own, so it lags at most one record; recovery does not
 trust it and accepts records from the head while sentinel, version and checksum verify.
 
 PBs: committed W + 2 (+2 when the transaction allocated or freed), read-only 0. ``undo-2pb``
@@ -12,7 +12,9 @@ is the two-PB-per-append variant (no checksum, recovery trusts the tail): 2W + 2
 Deviations from the card, both [A]: abort persists IDLE with a second PB, because with one PB a
 crash after another thread committed a newer value to a rolled-back address would let recovery
 roll it back again; recovery persists V + 2 in every descriptor, so records of a transaction
-whose header never persisted cannot pass as a later transaction's.
+whose header never persisted cannot pass as a later transaction's. V is kept in the state word
+and tags the allocation-log count (``pmsim.runtimes.base``), so the header stays consistent even
+when the atoms of its line persist independently (px86 order).
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ from typing import Any, ClassVar
 
 from ..trace import Mark
 from .base import (
+    COUNT_BITS,
     H_NALLOC,
     H_STATE,
     H_TAIL,
-    H_VERSION,
     IDLE,
     PB_DOMAINS,
     RUNNING,
@@ -89,7 +91,11 @@ class UndoRuntime(Runtime):
 
     def _load(self) -> None:
         super()._load()
-        self.version = [self.m.peek(d + 8 * H_VERSION) for d in self.layout.desc]
+        self.version = [self.m.peek(d + 8 * H_STATE) >> 8 for d in self.layout.desc]
+
+    def _tag(self, tx: Tx) -> int:
+        assert isinstance(tx, UndoTx)
+        return tx.version
 
     def _new_tx(self, cpu: Any, txid: int) -> Tx:
         return UndoTx(self, cpu, txid)
@@ -102,13 +108,11 @@ class UndoRuntime(Runtime):
         tx.version = self.version[t]
         tx.tail = self.layout.log[t]
         cpu, hdr = tx.cpu, self.layout.desc[t]
-        # one line, persisted as a prefix of these stores: the allocation-log reset comes
-        # first (a new V must never own the previous transaction's entries), RUNNING last (it
-        # must never pair with the previous V, whose records may already be rolled back)
-        cpu.store(hdr + 8 * H_NALLOC, 0)
+        # V lives in the state word and tags the allocation-log count, so no persisted mix of
+        # these atoms pairs a new state with an old V or an old count with a new V
+        cpu.store(hdr + 8 * H_NALLOC, tx.version << COUNT_BITS)
         cpu.store(hdr + 8 * H_TAIL, tx.tail)
-        cpu.store(hdr + 8 * H_VERSION, tx.version)
-        cpu.store(hdr + 8 * H_STATE, RUNNING)
+        cpu.store(hdr + 8 * H_STATE, tx.version << 8 | RUNNING)
         cpu.clwb(hdr)
 
     def _append(self, tx: UndoTx, words: list[int], commit_point: bool = False) -> None:
@@ -198,7 +202,7 @@ class UndoRuntime(Runtime):
                     cpu.persist_barrier()
             # (iv): the next transaction's records may overwrite COMMIT before its header
             # persists; IDLE keeps recovery from reverting (eager) or replaying stale entries
-            cpu.store(hdr + 8 * H_STATE, IDLE)
+            cpu.store(hdr + 8 * H_STATE, tx.version << 8 | IDLE)
             cpu.clwb(hdr)
             cpu.persist_barrier()
         self._release_frees(tx)
@@ -219,7 +223,7 @@ class UndoRuntime(Runtime):
             cpu.persist_barrier()
         self._return_allocs(tx)
         hdr = self.layout.desc[tx.tid]
-        cpu.store(hdr + 8 * H_STATE, IDLE)
+        cpu.store(hdr + 8 * H_STATE, tx.version << 8 | IDLE)
         cpu.clwb(hdr)
         if tx.records:
             cpu.persist_barrier()
@@ -230,7 +234,7 @@ class UndoRuntime(Runtime):
         m = self.m
         hdr, head = self.layout.desc[tid], self.layout.log[tid]
         end = head + self.layout.log_bytes
-        v = m.peek(hdr + 8 * H_VERSION)
+        v = m.peek(hdr + 8 * H_STATE) >> 8
         trust_tail = self.two_pb or "U3" in self.mutations
         tail = m.peek(hdr + 8 * H_TAIL) if trust_tail else end
         tail = min(max(tail, head), end)
@@ -270,10 +274,11 @@ class UndoRuntime(Runtime):
         lay = self.layout
         acted = False
         for t, hdr in enumerate(lay.desc):
-            if self.m.peek(hdr + 8 * H_STATE) == IDLE:
+            word = self.m.peek(hdr + 8 * H_STATE)
+            if word & 0xFF == IDLE:
                 continue
             recs, committed = self.scan(t)
-            alog = self._read_alog(t)
+            alog = self._read_alog(t, word >> 8)
             if committed:
                 self._apply_alog(cpu, alog)
                 acted = acted or bool(alog)
@@ -291,15 +296,21 @@ class UndoRuntime(Runtime):
         if acted:
             cpu.persist_barrier()
         for t, hdr in enumerate(lay.desc):
-            v = self.m.peek(hdr + 8 * H_VERSION) + 2
-            cpu.store(hdr + 8 * H_VERSION, v)
+            v = (self.m.peek(hdr + 8 * H_STATE) >> 8) + 2
             cpu.store(hdr + 8 * H_TAIL, lay.log[t])
-            cpu.store(hdr + 8 * H_NALLOC, 0)
-            cpu.store(hdr + 8 * H_STATE, IDLE)
+            cpu.store(hdr + 8 * H_NALLOC, v << COUNT_BITS)
+            cpu.store(hdr + 8 * H_STATE, v << 8 | IDLE)
             cpu.clwb(hdr)
         cpu.persist_barrier()
         cpu.mark(Mark.RECOVERY_END, 0)
         self._load()
+
+    def crash_irrelevant(self) -> list[int]:
+        """The tail pointers: recovery finds the end of the log by verifying records (not so
+        for the 2-PB variant and U2/U3, which trust the tail or skip the checksum)."""
+        if self.two_pb or self.mutations & {"U2", "U3"}:
+            return []
+        return [d + 8 * H_TAIL for d in self.layout.desc]
 
     def _check_logs(self) -> list[str]:
         errs = []
