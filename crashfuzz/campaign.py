@@ -31,6 +31,7 @@ import numpy as np
 from pmsim.config import CacheConfig, CacheLevel, MachineConfig, Region, param
 from pmsim.errors import ConfigError, PmsimError
 from pmsim.machine import Machine
+from pmsim.runtimes.alloc import HeapExhausted
 from pmsim.runtimes.base import Runtime, get_runtime
 from pmsim.trace import Ev, Trace
 from pmsim.workloads.base import Workload, get_workload
@@ -251,11 +252,11 @@ class Campaign:
             name = workload or cfg.workload
             kw = {**FUZZ_PARAMS.get(name, {}), **dict(cfg.params)}
             cls = get_workload(name)
-            return cls(threads=cfg.threads, seed=cfg.seed, txs=cfg.txs, **kw)
+            return cls(threads=cfg.threads, seed=cfg.seed, txs=cfg.txs + cfg.new_tx, **kw)
         kw = dict(cfg.params)
         if isinstance(workload, Workload):
             return workload
-        return workload(threads=cfg.threads, seed=cfg.seed, txs=cfg.txs, **kw)
+        return workload(threads=cfg.threads, seed=cfg.seed, txs=cfg.txs + cfg.new_tx, **kw)
 
     # -- recovery -----------------------------------------------------------------------------
     def recover(self, image: np.ndarray, record: bool = False) -> tuple[Runtime | None, Hashable,
@@ -306,6 +307,8 @@ class Campaign:
                 m.run()
                 if not proc.ok:
                     return f"a new transaction failed: {proc.value!r}"
+            except HeapExhausted:
+                return None  # the layout was planned for fewer transactions: inconclusive
             except Exception as e:  # noqa: BLE001
                 return f"a new transaction raised {type(e).__name__}: {e}"
             model.apply(op)
