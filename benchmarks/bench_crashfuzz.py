@@ -24,9 +24,11 @@ def eager_states(cfg: FuzzConfig) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--txs", type=int, default=20)
+    ap.add_argument("--runtimes", default="undo,redo",
+                    help="comma-separated; cow takes minutes (its spaces are sampled)")
     args = ap.parse_args()
     rows = []
-    for runtime in ("undo", "redo", "cow"):
+    for runtime in args.runtimes.split(","):
         for domain in ("pdom1", "pdom0"):
             cfg = FuzzConfig(runtime=runtime, workload="array", domain=domain, txs=args.txs,
                              params=(("slot_words", 1), ("per_tx", 8), ("write_pct", 100.0),

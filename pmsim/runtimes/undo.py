@@ -242,9 +242,12 @@ class UndoRuntime(Runtime):
         check_ck = not (trust_tail or "U2" in self.mutations)
         verify_hdr = "U3" not in self.mutations  # U3's recovery trusts everything before the tail
         recs: list[tuple[int, list[int]]] = []
+        base = (head - m.pm.base) >> 3
+        log = m.engine.mem.pm[base: base + ((end - head) >> 3)].tolist()  # one read of the log
         pos = head
         while pos + 8 * (HDR_WORDS + 1) <= tail:
-            sent, ver, addr, tl = (m.peek(pos + 8 * i) for i in range(HDR_WORDS))
+            w0 = (pos - head) >> 3
+            sent, ver, addr, tl = log[w0: w0 + HDR_WORDS]
             kind, n = tl >> 56, tl & ((1 << 56) - 1)
             if verify_hdr and (sent != SENTINEL or (check_v and ver != v)
                                or kind not in (DATA, COMMIT)):
@@ -254,8 +257,8 @@ class UndoRuntime(Runtime):
             rend = pos + 8 * (HDR_WORDS + n + 1)
             if rend > tail or n > self.layout.log_bytes // 8:
                 break
-            words = [m.peek(pos + 8 * i) for i in range(HDR_WORDS + n)]
-            if check_ck and m.peek(rend - 8) != checksum(words):
+            words = log[w0: w0 + HDR_WORDS + n]
+            if check_ck and log[((rend - head) >> 3) - 1] != checksum(words):
                 break
             if kind == COMMIT:
                 return recs, True
