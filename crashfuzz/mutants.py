@@ -2,10 +2,12 @@
 
 Mutants are fuzzed with ``reduce=False``: a runtime's declaration of recovery-irrelevant
 words (:meth:`Runtime.crash_irrelevant`) holds for the correct runtime, not necessarily for a
-broken one. A mutant (``pmsim.runtimes.base.MUTANTS``) is a runtime variant with one step of the spec
-card broken. It must be *killed* (the fuzzer reports a failure) in each domain where the card
-says it is a bug, and must survive where it is harmless (a dropped persist barrier under PDOM-2).
-Each mutant is tried on a list of workloads until one kills it; the row records which.
+broken one. A mutant (:class:`pmsim.runtimes.mutation.Mutant`, registered in
+``pmsim.runtimes.registry.MUTANTS``) is a runtime plus data mutations over its named persist
+steps. It must be *killed* (the fuzzer reports a failure) in each domain where it is a bug, and
+must survive where it is harmless (a dropped persist barrier under PDOM-2). Each mutant is tried
+on a list of workloads until one kills it; the row records which. Campaigns run at the default
+crash depth (2), so bugs that need a second crash inside the run after recovery are caught.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pmsim.runtimes.base import MUTANTS, Mutant, get_mutant
+from pmsim.runtimes.mutation import Mutant
+from pmsim.runtimes.registry import MUTANTS, get_mutant
 
 from .campaign import FuzzConfig, fuzz
 
@@ -50,7 +53,7 @@ class KillRow:
         return self.killed == self.expected_kill
 
 
-def _trials(base: FuzzConfig) -> Iterable[FuzzConfig]:
+def trials(base: FuzzConfig) -> Iterable[FuzzConfig]:
     from pmsim.errors import UnknownNameError
     from pmsim.workloads.base import get_workload
 
@@ -65,11 +68,14 @@ def _trials(base: FuzzConfig) -> Iterable[FuzzConfig]:
 
 
 def kill_one(mutant: Mutant, domain: str, base: FuzzConfig) -> KillRow:
+    """Fuzz ``mutant`` (registered or not) in ``domain`` on the trial workloads until killed."""
     t0 = time.perf_counter()
     states = 0
     last = None
-    for cfg in _trials(replace(base, runtime=mutant.name, domain=domain, stop_at_first=True)):
-        rep = fuzz(cfg)
+    cls = None if MUTANTS.get(mutant.name) is mutant else mutant.build()
+    for cfg in trials(replace(base, runtime=mutant.name if cls is None else mutant.base_name,
+                              domain=domain, stop_at_first=True)):
+        rep = fuzz(cfg, runtime=cls)
         states += rep.states_checked
         last = cfg
         if not rep.ok:

@@ -16,7 +16,7 @@ from typing import Any
 from ..cli import add_machine_args, machine_config, register
 from ..errors import PmsimError
 from ..machine import default_backend
-from ..runtimes.base import RUNTIMES, get_runtime
+from ..runtimes.registry import RUNTIMES, get_runtime
 from ..stats import format_table
 from ..workloads.base import WORKLOADS, get_workload
 from .compare import DEMO_PRESETS, compare_table, run_comparison

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..config import MachineConfig
-from ..runtimes.base import RuntimeCosts
+from ..runtimes.costs import RuntimeCosts
 from ..stats import total
 from ..workloads.session import Session
 

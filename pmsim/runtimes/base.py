@@ -1,4 +1,4 @@
-"""The runtime interface shared by undo, redo and copy-on-write, and the runtime registry.
+"""The runtime interface: a transaction object and the base class every protocol extends.
 
 A runtime is bound to a :class:`~pmsim.machine.Machine` and a :class:`~.layout.Layout`. The
 application sees objects of N 8-byte fields, named by an integer handle (``obj``) and a field
@@ -11,77 +11,53 @@ index, the way the paper's API names ``(obj, field)``::
 
 Every runtime emits markers: TX_BEGIN at begin, TX_COMMIT when the commit-point store is
 issued, TX_DURABLE when commit returns, TX_ABORT; txid = (tid << 32) | per-thread sequence.
+Its persistence protocol is written as named steps (:mod:`.steps`), so mutations
+(:mod:`.mutation`) act on it without touching its code; allocation and the allocation log
+live in :mod:`.alloclog`, the registries in :mod:`.registry`.
 
 Writes to an object allocated by the same transaction go straight to its home location and
 are flushed before the first commit barrier: the block is unreachable (its bit is clear) unless
 the transaction commits, so they need no log [A].
 
 Computation the results depend on (checksums, hash lookups, chain walks, copying) is charged
-with ``cpu.work`` from :class:`RuntimeCosts`.
+with ``cpu.work`` from :class:`~.costs.RuntimeCosts`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Generator, Iterable, Sequence
-from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ..config import DOMAINS, LINE, param
-from ..errors import ConfigError, PmsimError, unknown
+from ..errors import ConfigError, PmsimError
 from ..trace import Mark
-from .alloc import ALLOC, FREE, Allocator
+from .alloc import Allocator
+from .alloclog import AllocLog
+from .costs import RuntimeCosts
+from .descriptor import (
+    ABORTED,
+    COMMITTED,
+    COUNT_BITS,
+    G_EPOCH,
+    G_FINGERPRINT,
+    G_MAGIC,
+    H_NALLOC,
+    H_NWSET,
+    H_STATE,
+    H_TAIL,
+    IDLE,
+    MAGIC,
+    RUNNING,
+    count_of,
+    lines_of,
+    state_of,
+)
 from .layout import Layout, PMSpec, block_size, plan
+from .steps import PersistSteps
 
-IDLE, RUNNING, COMMITTED, ABORTED = 0, 1, 2, 3
-"""Persistent descriptor states."""
-
-# word offsets in a descriptor's header line. A line need not persist as a prefix of its stores
-# (px86 order: atoms persist independently), so words that must agree carry a version tag:
-# the state word is ``tag << 8 | state`` and the allocation-log count ``tag << 20 | n``.
-H_TAIL, H_NALLOC, H_NWSET, H_STATE = 1, 2, 3, 4  # word 0 is unused
-COUNT_BITS = 20
-
-
-def state_of(word: int) -> int:
-    return word & 0xFF
-
-
-def count_of(word: int) -> int:
-    return word & ((1 << COUNT_BITS) - 1)
-# word offsets in the global header line
-G_MAGIC, G_FINGERPRINT, G_EPOCH = 0, 1, 2
-MAGIC = 0x706D73696D5F5254  # "pmsim_RT"
-
-
-@dataclass(frozen=True)
-class RuntimeCosts:
-    """Computation costs of the runtimes (card §9 defaults; calibrate against M4/M5)."""
-
-    call_ns: float = param(2.0, "ns", "instrumentation of one TXN_READ/TXN_WRITE/TXN_OPEN call")
-    checksum_ns_per_byte: float = param(0.25, "ns/B", "undo record checksum (Fletcher/xxHash-like)")
-    hash_insert_ns: float = param(40.0, "ns", "redo: insert or update the per-transaction hash")
-    hash_lookup_ns: float = param(30.0, "ns", "redo: look an object up in the hash on a read")
-    chain_node_ns: float = param(5.0, "ns", "redo: visit one record of an object's chain")
-    copy_ns_per_byte: float = param(0.0625, "ns/B", "copy cache-resident log data (redo write-back, "
-                                    "undo rollback)")
-    alloc_ns: float = param(20.0, "ns", "pm_alloc/pm_free volatile list work under the "
-                            "superblock lock")
-    open_ns: float = param(5.0, "ns", "COW: write-set check of TXN_OPEN")
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if not isinstance(v, (int, float)) or v < 0:
-                raise ConfigError(f"RuntimeCosts.{f.name} must be a number >= 0, got {v!r}")
-
-
-def lines_of(addr: int, nbytes: int) -> range:
-    """Line addresses covering ``[addr, addr + nbytes)``."""
-    first = addr & ~(LINE - 1)
-    return range(first, addr + nbytes, LINE)
+PB_DOMAINS = ("pdom0", "pdom1")
+"""Domains in which dropping a persist barrier is a bug (under PDOM-2 a PB is a nop)."""
 
 
 class Tx:
@@ -147,15 +123,13 @@ class Tx:
         return bool(self.writes or self.alog or self.dirty)
 
 
-class Runtime:
-    """Base class: layout, allocator, markers, locks, the allocation log and invariants."""
+class Runtime(PersistSteps, AllocLog):
+    """Base class: layout, allocator, markers, locks, named steps and invariants."""
 
     name: ClassVar[str] = ""
     family: ClassVar[str] = ""
-    mutations: ClassVar[frozenset[str]] = frozenset()
-    eager_alloc: ClassVar[bool] = False
-    """Eager allocator baseline (card §5): each alloc/free call persists its log entry and bit
-    with 1 PB (and an ordering sfence); an abort reverts each flip with 1 PB."""
+    mutations: ClassVar[tuple[Any, ...]] = ()
+    """Data mutations of a mutant class (:mod:`.mutation`); empty for a correct runtime."""
 
     def __init__(self, machine: Any, layout: Layout, costs: RuntimeCosts | None = None) -> None:
         if layout.family != self.family:
@@ -182,6 +156,10 @@ class Runtime:
         self.commits = 0
         self.aborts = 0
         self.epoch = 1
+        if self.mutations:
+            from .steps import StepHook
+
+            self.hook = StepHook(self.mutations)
 
     # -- layout ------------------------------------------------------------------------------
     @classmethod
@@ -268,6 +246,15 @@ class Runtime:
 
     def recover(self, cpu: Any) -> None:
         """Recovery over the PM image the machine holds; rebuilds volatile state."""
+        self._check_header()
+        cpu.mark(Mark.RECOVERY_BEGIN, 0)
+        self._recover(cpu)
+        self.end_steps(cpu.tid)
+        cpu.mark(Mark.RECOVERY_END, 0)
+        self._load()
+
+    def _recover(self, cpu: Any) -> None:
+        """The protocol's recovery steps (between the RECOVERY_BEGIN and _END markers)."""
         raise NotImplementedError
 
     # -- transactions --------------------------------------------------------------------------
@@ -299,6 +286,7 @@ class Runtime:
         """Make the transaction durable, then release its locks."""
         self._check_live(tx)
         self._commit(tx)
+        self.end_steps(tx.tid)
         self.commits += 1
         self.commit_order.append(tx.txid)
         tx.cpu.mark(Mark.TX_DURABLE, tx.txid)
@@ -308,6 +296,7 @@ class Runtime:
         """Roll the transaction back, then release its locks."""
         self._check_live(tx)
         self._abort(tx)
+        self.end_steps(tx.tid)
         self.aborts += 1
         tx.cpu.mark(Mark.TX_ABORT, tx.txid)
         yield from self._finish(tx)
@@ -334,114 +323,6 @@ class Runtime:
 
     def _abort(self, tx: Tx) -> None:
         raise NotImplementedError
-
-    # -- allocation ----------------------------------------------------------------------------
-    def _alloc(self, tx: Tx, words: int) -> int:
-        addr = self.heap.pop(tx.tid, self.obj_bytes(words))
-        tx.cpu.work(self.costs.alloc_ns)
-        self._log_alloc(tx, addr, ALLOC)
-        tx.allocs.append(addr)
-        tx.fresh.add(addr)
-        self._init_object(tx, addr, words)
-        return addr
-
-    def _free(self, tx: Tx, obj: int) -> None:
-        tx.cpu.work(self.costs.alloc_ns)
-        for block in self._blocks_to_free(tx, obj):
-            self._log_alloc(tx, block, FREE)
-            tx.frees.append(block)
-            if "A2" in self.mutations:
-                self.heap.push(block)
-
-    def _blocks_to_free(self, tx: Tx, obj: int) -> list[int]:
-        return [obj]
-
-    def _init_object(self, tx: Tx, obj: int, words: int) -> None:
-        """Reset runtime metadata of a fresh block (redo header, COW wrapper)."""
-
-    def _log_alloc(self, tx: Tx, addr: int, kind: int) -> None:
-        """Append ALLOC/FREE to the allocation log (no flush, no PB: the first commit PB
-        persists it), or persist it at once in the eager baseline."""
-        i = len(tx.alog)
-        if i >= self.layout.alloc_cap:
-            raise ConfigError(f"transaction {tx.txid:#x} made more than {self.layout.alloc_cap} "
-                              "alloc/free calls: raise PMSpec.max_tx_allocs")
-        cpu = tx.cpu
-        entry = addr | kind
-        slot = self.layout.alloc_log[tx.tid] + 8 * i
-        cpu.store(slot, entry)
-        tx.alog.append(entry)
-        if self.eager_alloc:
-            # entry before count (sfence), count before the flip (the CAS is a fence): a
-            # persisted count never covers a stale entry, a persisted flip is always logged.
-            # Fences order persistence only with the WPQ in the persistence domain, so this
-            # baseline is crash-consistent in PDOM-1/2; in PDOM-0 it is a timing model (M8).
-            hdr = self.layout.desc[tx.tid]
-            cpu.clwb(slot)
-            cpu.sfence()
-            cpu.store(hdr + 8 * H_NALLOC, self._tag(tx) << COUNT_BITS | (i + 1))
-            cpu.clwb(hdr)
-            cpu.clwb(self.heap.flip(cpu, addr, kind == ALLOC))
-            cpu.persist_barrier()
-        elif "A1" in self.mutations:
-            cpu.clwb(self.heap.flip(cpu, addr, kind == ALLOC))
-
-    def _flush_alog(self, tx: Tx) -> None:
-        """Store the log length in the header and flush the log lines (before commit PB 1)."""
-        if not tx.alog:
-            return
-        cpu = tx.cpu
-        hdr = self.layout.desc[tx.tid]
-        cpu.store(hdr + 8 * H_NALLOC, self._tag(tx) << COUNT_BITS | len(tx.alog))
-        for line in lines_of(self.layout.alloc_log[tx.tid], 8 * len(tx.alog)):
-            cpu.clwb(line)
-        cpu.clwb(hdr)
-
-    def _apply_alog(self, cpu: Any, entries: Sequence[int]) -> None:
-        """Flip the bits of a committed allocation log (in order) and flush them."""
-        if self.eager_alloc or "A1" in self.mutations:
-            return
-        lines: dict[int, None] = {}
-        for e in entries:
-            lines[self.heap.flip(cpu, e & ~1, (e & 1) == ALLOC)] = None
-        for line in lines:
-            cpu.clwb(line)
-
-    def _revert_alog(self, cpu: Any, entries: Sequence[int]) -> None:
-        """Undo the bit flips of an uncommitted log, newest first (eager baseline, A1)."""
-        for e in reversed(entries):
-            cpu.clwb(self.heap.flip(cpu, e & ~1, (e & 1) != ALLOC))
-
-    def _release_frees(self, tx: Tx) -> None:
-        """After IDLE is durable: freed blocks go back to the volatile lists."""
-        if "A2" in self.mutations:
-            return
-        for b in tx.frees:
-            self.heap.push(b)
-
-    def _return_allocs(self, tx: Tx) -> None:
-        """On abort: allocated blocks go back to the volatile lists; frees are dropped."""
-        for b in tx.allocs:
-            self.heap.push(b)
-        if tx.alog and (self.eager_alloc or "A1" in self.mutations):
-            self._revert_alog(tx.cpu, tx.alog)
-            if self.eager_alloc:
-                tx.cpu.persist_barrier()
-
-    def _tag(self, tx: Tx) -> int:
-        """The version tag of a transaction's header words (0: the runtime needs none)."""
-        return 0
-
-    def _read_alog(self, tid: int, tag: int = 0) -> list[int]:
-        """The persisted allocation log of a descriptor (untimed read for recovery); empty when
-        the count belongs to another transaction than ``tag``."""
-        word = self.m.peek(self.layout.desc[tid] + 8 * H_NALLOC)
-        if word >> COUNT_BITS != tag:
-            return []
-        n = min(count_of(word), self.layout.alloc_cap)
-        base = self.layout.alloc_log[tid]
-        entries = [self.m.peek(base + 8 * i) for i in range(n)]
-        return [e for e in entries if self.heap.is_block(e & ~1)]  # unwritten slots hold no block
 
     # -- functional access (untimed) -----------------------------------------------------------
     def field_addr(self, obj: int, field: int) -> int:
@@ -519,130 +400,8 @@ class Runtime:
         return {}
 
 
-# -- registry ---------------------------------------------------------------------------------
-RUNTIMES: dict[str, type[Runtime]] = {}
-"""Registered runtimes by name (base protocols, switches like ``undo-2pb``, and mutants)."""
-
-
-def register_runtime(cls: type[Runtime], name: str | None = None) -> type[Runtime]:
-    """Register a runtime class under ``name`` (default ``cls.name``); usable as a decorator."""
-    key = name or cls.name
-    if not key:
-        raise ConfigError(f"{cls.__name__} has no name; set the class attribute `name`")
-    RUNTIMES[key] = cls
-    return cls
-
-
-def variant(base: type[Runtime], name: str, **attrs: Any) -> type[Runtime]:
-    """Register a subclass of ``base`` with class attributes changed (a switch or a mutant)."""
-    cls = type(base.__name__ + "_" + name.replace(":", "_").replace("-", "_"), (base,),
-               {"name": name, **attrs})
-    return register_runtime(cls)
-
-
-def get_runtime(name: str) -> type[Runtime]:
-    """The runtime class registered as ``name`` (e.g. ``"undo"``, ``"redo:R2"``)."""
-    _load_builtin()
-    try:
-        return RUNTIMES[name]
-    except KeyError:
-        raise unknown("runtime", name, RUNTIMES) from None
-
-
-@dataclass(frozen=True)
-class Mutant:
-    """A deliberately broken runtime variant from the spec card's mutation tables."""
-
-    name: str
-    runtime: str
-    mutation: str
-    description: str
-    domains: tuple[str, ...]
-    """Persistence domains in which the mutation is a bug (drop-PB mutants are harmless in pdom2)."""
-    needs: str = ""
-    """What a workload must do for the bug to show (e.g. allocate, read after write)."""
-
-
-MUTANTS: dict[str, Mutant] = {}
-"""Registered mutants by name (``undo:U1`` ...); each is also in RUNTIMES."""
-
-PB_DOMAINS = ("pdom0", "pdom1")
-
-
-def register_mutant(base: type[Runtime], mutation: str, description: str,
-                    domains: Sequence[str] = DOMAINS, needs: str = "") -> Mutant:
-    """Register ``<base.name>:<mutation>`` as a runtime variant and a mutant."""
-    name = f"{base.name}:{mutation}"
-    variant(base, name, mutations=base.mutations | {mutation})
-    mut = Mutant(name, base.name, mutation, description, tuple(domains), needs)
-    MUTANTS[name] = mut
-    return mut
-
-
-def register_alloc_mutants(base: type[Runtime]) -> None:
-    """The allocator mutations of card §4.4, as variants of ``base``."""
-    register_mutant(base, "A1", "flip allocation bits at pm_alloc/pm_free time, before the commit "
-                    "point (leak or double allocation if the transaction does not commit)",
-                    needs="a transaction that allocates or frees")
-    register_mutant(base, "A2", "put a freed block on the volatile list at pm_free time, before "
-                    "IDLE is durable (threads interleave only at lock waits here, so it shows as "
-                    "reuse by the freeing transaction itself, e.g. when it then aborts)",
-                    needs="a transaction that frees, then allocates, then aborts")
-
-
-def get_mutant(name: str) -> Mutant:
-    _load_builtin()
-    try:
-        return MUTANTS[name]
-    except KeyError:
-        raise unknown("mutant", name, MUTANTS) from None
-
-
-def _load_builtin() -> None:
-    from . import cow, redo, undo  # noqa: F401  (registration side effects)
-
-
-def create_runtime(name: str, machine: Any, spec: PMSpec, threads: int | None = None,
-                   costs: RuntimeCosts | None = None, base: int | None = None,
-                   format: bool = True) -> Runtime:
-    """Plan a layout for ``spec`` at the start of the machine's PM, build and format the runtime."""
-    cls = get_runtime(name)
-    threads = machine.config.cores if threads is None else threads
-    layout = cls.plan(spec, threads, machine.pm.base if base is None else base)
-    rt = cls(machine, layout, costs)
-    if format:
-        rt.format()
-    return rt
-
-
-def fit_pm(cfg: Any, nbytes: int, shrink: bool = False) -> Any:
-    """``cfg`` with its PM region grown (if needed) to hold ``nbytes`` from its base; regions
-    the larger PM would overlap move above it. ``shrink`` also cuts a larger PM region down to
-    ``nbytes`` rounded up to 4 KiB (small crash images are cheap to copy)."""
-    pm = cfg.pm_region
-    if shrink:
-        size = (nbytes + 4095) >> 12 << 12
-        if size < pm.size:
-            regions = tuple(dataclasses.replace(r, size=size) if r is pm else r for r in cfg.regions)
-            return dataclasses.replace(cfg, regions=regions)
-    if pm.size >= nbytes:
-        return cfg
-    size = (nbytes + (1 << 20) - 1) >> 20 << 20
-    end = pm.base + size
-    regions = []
-    for r in cfg.regions:
-        if r is pm:
-            r = dataclasses.replace(r, size=size)
-        elif r.base < end and r.end > pm.base:
-            end = ((end + (1 << 30) - 1) >> 30) << 30
-            r = dataclasses.replace(r, base=end)
-            end += r.size
-        regions.append(r)
-    return dataclasses.replace(cfg, regions=tuple(regions))
-
-
 __all__ = [
-    "ABORTED", "COMMITTED", "IDLE", "MUTANTS", "RUNNING", "RUNTIMES", "Mutant", "Runtime",
-    "RuntimeCosts", "Tx", "create_runtime", "fit_pm", "get_mutant", "get_runtime",
-    "register_mutant", "register_runtime", "variant", "block_size", "lines_of",
+    "ABORTED", "COMMITTED", "COUNT_BITS", "G_EPOCH", "H_NALLOC", "H_NWSET", "H_STATE", "H_TAIL",
+    "IDLE", "PB_DOMAINS", "RUNNING", "Runtime", "RuntimeCosts", "Tx", "block_size", "count_of",
+    "lines_of", "state_of",
 ]

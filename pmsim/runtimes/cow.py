@@ -13,7 +13,8 @@ Commit: PB#1 (payloads, wrappers, write set, allocation log), COMMITTED + PB#2 (
 ``old := new``, free ``old_backup``, flip the allocation bits, PB#3, then ``new := 0`` and IDLE,
 PB#4, then clear the writer ids. (The card resets ``new`` before PB#3, relying on the wrapper's
 line persisting in store order; after PB#3 it is safe when atoms persist independently [A].)
-4 PBs per committed writing transaction, 2 per abort, 0 read-only.
+4 PBs per committed writing transaction, 2 per abort, 0 read-only. The protocol is written as
+the named steps of ``CowRuntime.STEPS``; the card's mutants (C1-C6, A1, A2) are data at the end.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import numpy as np
 from ..config import LINE
 from ..errors import ConfigError
 from ..trace import Mark
+from .alloclog import EAGER_STEPS
+from .allocmutants import register_alloc_mutants
 from .base import (
     COMMITTED,
     G_EPOCH,
@@ -39,12 +42,10 @@ from .base import (
     Runtime,
     Tx,
     lines_of,
-    register_alloc_mutants,
-    register_mutant,
-    register_runtime,
-    variant,
 )
 from .layout import PMSpec, block_size
+from .mutation import Mutant, delay, drop, patch
+from .registry import register_mutant, register_runtime, variant
 
 W_OLD, W_NEW, W_BACKUP, W_WRITER = 0, 8, 16, 24
 WRAPPER = 32
@@ -93,11 +94,46 @@ class CowRuntime(Runtime):
     family = "cow"
     _field0_words = WRAPPER // 8
 
+    STEPS = {
+        "cow.begin.header": ("group", "reset write-set size, allocation-log count, state RUNNING"),
+        "cow.open.writer": ("store", "first write: store the writer id in the wrapper"),
+        "cow.open.copy": ("group", "copy the current payload into a new one"),
+        "cow.open.store-new": ("store", "new := the new payload"),
+        "cow.open.store-backup": ("store", "old_backup := old (what the commit will free)"),
+        "cow.open.wset": ("store", "append the object to the persistent write set"),
+        "cow.commit.wset-count": ("store", "store the write-set size"),
+        "cow.commit.flush": ("flush", "flush payloads, wrappers, the write set, fresh objects"),
+        "cow.commit.flush-header": ("flush", "flush the header"),
+        "cow.commit.pb1": ("pb", "PB#1: payloads, wrappers, write set, allocation log before "
+                           "COMMITTED"),
+        "cow.commit.store-committed": ("group", "store COMMITTED (the commit point); flush"),
+        "cow.commit.pb2": ("pb", "PB#2: COMMITTED durable before any swap"),
+        "cow.commit.swap": ("group", "old := new, clear old_backup's bit; flush"),
+        "cow.commit.pb3": ("pb", "PB#3: swaps and bit flips before new := 0 and IDLE"),
+        "cow.commit.reset-new": ("group", "new := 0 in every written wrapper"),
+        "cow.commit.store-idle": ("group", "store IDLE; flush the header"),
+        "cow.commit.pb4": ("pb", "PB#4: IDLE before the next transaction"),
+        "cow.commit.clear-writers": ("group", "writer id := 0 in every written wrapper"),
+        "cow.abort.reset-wrappers": ("group", "new := 0, writer := 0; flush the wrappers"),
+        "cow.abort.pb1": ("pb", "reset wrappers and allocator state before IDLE"),
+        "cow.abort.store-idle": ("group", "store IDLE; flush the header"),
+        "cow.abort.pb2": ("pb", "IDLE before the thread's next transaction"),
+        "cow.recover.flip-backup": ("group", "swap already done: clear old_backup's bit; flush"),
+        "cow.recover.swap": ("group", "finish a COMMITTED descriptor's swaps; flush"),
+        "cow.recover.pb1": ("pb", "swaps and bit flips before new := 0 and the reset"),
+        "cow.recover.reset-new": ("group", "new := 0 in the swapped wrappers; flush"),
+        "cow.recover.reset": ("group", "bump the epoch; reset every header (IDLE)"),
+        "cow.recover.pb2": ("pb", "the reset is persistent before recovery returns"),
+    }
+    CHECKS = {
+        "cow.recover.valid-object": "a write-set entry must be a wrapper of this layout",
+        "cow.recover.valid-backup": "old_backup must be a heap block (or 0) before it is freed",
+    }
+
     def crash_irrelevant(self) -> list[int]:
         """The static wrappers' writer ids: reads redirect only for the running transaction's
-        volatile write set, and recovery never consults them. (Not so under mutation C6,
-        whose reads trust the writer id.)"""
-        return [] if "C6" in self.mutations else self._static_words(W_WRITER)
+        volatile write set, and recovery never consults them."""
+        return self._static_words(W_WRITER)
 
     def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, **kw)
@@ -133,7 +169,8 @@ class CowRuntime(Runtime):
 
     # -- objects ---------------------------------------------------------------------------------
     def writer_id(self, tid: int) -> int:
-        return tid + 1 if "C6" in self.mutations else (self.epoch << 8) | (tid + 1)
+        """Unique across restarts: recovery bumps the persistent epoch."""
+        return (self.epoch << 8) | (tid + 1)
 
     def payload_words(self, obj: int) -> int:
         """Capacity of an object's payload: the static array's words, or what its block holds."""
@@ -190,35 +227,34 @@ class CowRuntime(Runtime):
         p = tx.wset.get(obj)
         if p is not None:
             return p
-        me = self.writer_id(tx.tid)
         if not write:
-            if "C6" in self.mutations and cpu.load(obj + W_WRITER) == me:
-                new = cpu.load(obj + W_NEW)
-                if new:
-                    return new
-            return cpu.load(obj + W_OLD) or obj + WRAPPER
+            return self._read_payload(tx, obj)
+        me = self.writer_id(tx.tid)
         if len(tx.wset) >= self.layout.spec.max_tx_objects:
             raise ConfigError(f"transaction {tx.txid:#x} wrote more than "
                               f"{self.layout.spec.max_tx_objects} objects: raise PMSpec.max_tx_objects")
         old = cpu.load(obj + W_OLD)
         src = old or obj + WRAPPER
         n = self.payload_words(obj)
-        st = cpu.store
-        st(obj + W_WRITER, me)
+        self.st(cpu, "cow.open.writer", obj + W_WRITER, me)
         p = self.heap.pop(tx.tid, 8 * n)
         cpu.work(self.costs.alloc_ns)
         self._log_alloc(tx, p, 0)
         tx.allocs.append(p)
-        ld = cpu.load
-        for i in range(n):
-            st(p + 8 * i, ld(src + 8 * i))
-        st(obj + W_NEW, p)
-        if "C4" not in self.mutations:
-            st(obj + W_BACKUP, old)
-        st(self.layout.log[tx.tid] + 8 * len(tx.wset), obj)
+        with self.step(cpu, "cow.open.copy") as c:
+            ld, st = c.load, c.store
+            for i in range(n):
+                st(p + 8 * i, ld(src + 8 * i))
+        self.st(cpu, "cow.open.store-new", obj + W_NEW, p)
+        self.st(cpu, "cow.open.store-backup", obj + W_BACKUP, old)
+        self.st(cpu, "cow.open.wset", self.layout.log[tx.tid] + 8 * len(tx.wset), obj)
         tx.wset[obj] = p
         tx.wold[obj] = old
         return p
+
+    def _read_payload(self, tx: CowTx, obj: int) -> int:
+        """The payload a read of an object outside the write set goes to."""
+        return tx.cpu.load(obj + W_OLD) or obj + WRAPPER
 
     def _blocks_to_free(self, tx: Tx, obj: int) -> list[int]:
         assert isinstance(tx, CowTx)
@@ -231,10 +267,11 @@ class CowRuntime(Runtime):
 
     # -- commit and abort ------------------------------------------------------------------------
     def _begin(self, tx: Tx) -> None:
-        cpu, hdr = tx.cpu, self.layout.desc[tx.tid]
-        cpu.store(hdr + 8 * H_NWSET, 0)
-        cpu.store(hdr + 8 * H_NALLOC, 0)
-        cpu.store(hdr + 8 * H_STATE, RUNNING)
+        hdr = self.layout.desc[tx.tid]
+        with self.step(tx.cpu, "cow.begin.header") as c:
+            c.store(hdr + 8 * H_NWSET, 0)
+            c.store(hdr + 8 * H_NALLOC, 0)
+            c.store(hdr + 8 * H_STATE, RUNNING)
 
     def _commit(self, tx: Tx) -> None:
         assert isinstance(tx, CowTx)
@@ -242,76 +279,76 @@ class CowRuntime(Runtime):
         if not tx.modified:
             cpu.mark(Mark.TX_COMMIT, tx.txid)
             return
-        muts = self.mutations
         hdr = self.layout.desc[tx.tid]
         lines = dict.fromkeys(tx.dirty)
         for obj, p in tx.wset.items():
             lines.update(dict.fromkeys(lines_of(p, 8 * self.payload_words(obj))))
             lines[obj & ~(LINE - 1)] = None
         if tx.wset:
-            cpu.store(hdr + 8 * H_NWSET, len(tx.wset))
+            self.st(cpu, "cow.commit.wset-count", hdr + 8 * H_NWSET, len(tx.wset))
             lines.update(dict.fromkeys(lines_of(self.layout.log[tx.tid], 8 * len(tx.wset))))
-        for line in lines:
-            cpu.clwb(line)
+        self.flush(cpu, "cow.commit.flush", lines)
         self._flush_alog(tx)
-        cpu.clwb(hdr)
-        if "C1" not in muts:
-            cpu.persist_barrier()  # PB#1
+        self.flush(cpu, "cow.commit.flush-header", (hdr,))
+        self.pb(cpu, "cow.commit.pb1")
         cpu.mark(Mark.TX_COMMIT, tx.txid)
-        cpu.store(hdr + 8 * H_STATE, COMMITTED)
-        cpu.clwb(hdr)
-        if "C2" not in muts:
-            cpu.persist_barrier()  # PB#2: the commit point is durable
-        freed = self._swap(cpu, [(obj, p, tx.wold[obj]) for obj, p in tx.wset.items()])
+        with self.step(cpu, "cow.commit.store-committed") as c:
+            c.store(hdr + 8 * H_STATE, COMMITTED)
+            c.clwb(hdr)
+        self.pb(cpu, "cow.commit.pb2")  # the commit point is durable
+        freed = self._swap(cpu, [(obj, p, tx.wold[obj]) for obj, p in tx.wset.items()],
+                           "cow.commit.swap")
         self._apply_alog(cpu, tx.alog)
-        if "C3" not in muts:
-            cpu.persist_barrier()  # PB#3
-        for obj in tx.wset:  # (ii) new := 0 only once old := new is durable
-            cpu.store(obj + W_NEW, 0)
-        cpu.store(hdr + 8 * H_STATE, IDLE)
-        cpu.clwb(hdr)
-        cpu.persist_barrier()  # PB#4
-        for obj in tx.wset:
-            cpu.store(obj + W_WRITER, 0)
+        self.pb(cpu, "cow.commit.pb3")
+        with self.step(cpu, "cow.commit.reset-new") as c:  # (ii) only once old := new is durable
+            for obj in tx.wset:
+                c.store(obj + W_NEW, 0)
+        with self.step(cpu, "cow.commit.store-idle") as c:
+            c.store(hdr + 8 * H_STATE, IDLE)
+            c.clwb(hdr)
+        self.pb(cpu, "cow.commit.pb4")
+        with self.step(cpu, "cow.commit.clear-writers") as c:
+            for obj in tx.wset:
+                c.store(obj + W_WRITER, 0)
         for b in freed:
             self.heap.push(b)
         self._release_frees(tx)
 
-    def _swap(self, cpu: Any, items: Sequence[tuple[int, int, int]]) -> list[int]:
+    def _swap(self, cpu: Any, items: Sequence[tuple[int, int, int]], step: str) -> list[int]:
         """(i) old := new and (iii) clear old_backup's bit; flush. Returns the freed payloads.
         ``items`` are (wrapper, new payload, payload to free or 0). (ii) new := 0 comes after
         the next PB: the wrapper's atoms may persist in any order (px86), and recovery must
         never see new == 0 before old == new is durable."""
-        st = cpu.store
         lines: dict[int, None] = {}
         freed = []
-        for obj, p, ob in items:
-            if "C5" in self.mutations:
-                st(obj + W_NEW, 0)
-            st(obj + W_OLD, p)
-            lines[obj & ~(LINE - 1)] = None
-            if ob:
-                lines[self.heap.flip(cpu, ob, False)] = None
-                freed.append(ob)
-        for line in lines:
-            cpu.clwb(line)
+        with self.step(cpu, step) as c:
+            for obj, p, ob in items:
+                c.store(obj + W_OLD, p)
+                lines[obj & ~(LINE - 1)] = None
+                if ob:
+                    lines[self.heap.flip(c, ob, False)] = None
+                    freed.append(ob)
+            for line in lines:
+                c.clwb(line)
         return freed
 
     def _abort(self, tx: Tx) -> None:
         assert isinstance(tx, CowTx)
         cpu = tx.cpu
-        for obj in tx.wset:
-            cpu.store(obj + W_NEW, 0)
-            cpu.store(obj + W_WRITER, 0)
-            cpu.clwb(obj)
+        with self.step(cpu, "cow.abort.reset-wrappers") as c:
+            for obj in tx.wset:
+                c.store(obj + W_NEW, 0)
+                c.store(obj + W_WRITER, 0)
+                c.clwb(obj)
         self._return_allocs(tx)
         if tx.modified:
-            cpu.persist_barrier()
+            self.pb(cpu, "cow.abort.pb1")
         hdr = self.layout.desc[tx.tid]
-        cpu.store(hdr + 8 * H_STATE, IDLE)
-        cpu.clwb(hdr)
+        with self.step(cpu, "cow.abort.store-idle") as c:
+            c.store(hdr + 8 * H_STATE, IDLE)
+            c.clwb(hdr)
         if tx.modified:
-            cpu.persist_barrier()
+            self.pb(cpu, "cow.abort.pb2")
 
     # -- recovery ------------------------------------------------------------------------------
     def _valid_obj(self, obj: int) -> bool:
@@ -328,56 +365,57 @@ class CowRuntime(Runtime):
             return False
         return True
 
-    def recover(self, cpu: Any) -> None:
+    def _recover(self, cpu: Any) -> None:
         """Finish COMMITTED descriptors' cleanup, bump the epoch, reset every header."""
-        self._check_header()
-        cpu.mark(Mark.RECOVERY_BEGIN, 0)
         lay, m = self.layout, self.m
         acted = False
         swapped: list[int] = []
+        check_obj = self.check("cow.recover.valid-object")
+        check_backup = self.check("cow.recover.valid-backup")
         for t, hdr in enumerate(lay.desc):
             state = m.peek(hdr + 8 * H_STATE)
             alog = self._read_alog(t) if state != IDLE else []
             if state == COMMITTED:
                 n = min(m.peek(hdr + 8 * H_NWSET), lay.spec.max_tx_objects)
                 items = []
+                done = []
                 for i in range(n):
                     obj = m.peek(lay.log[t] + 8 * i)
-                    if not self._valid_obj(obj):
+                    if check_obj and not self._valid_obj(obj):
                         continue
-                    new, old = m.peek(obj + W_NEW), m.peek(obj + W_OLD)
-                    if "C4" in self.mutations:
-                        if new:
-                            items.append((obj, new, old))
-                    elif new:
-                        items.append((obj, new, m.peek(obj + W_BACKUP)))
-                    else:
-                        ob = m.peek(obj + W_BACKUP)
-                        if ob:
-                            cpu.clwb(self.heap.flip(cpu, ob, False))
-                items = [it for it in items if self._block_ok(it[2])]
-                self._swap(cpu, items)
-                self._apply_alog(cpu, alog)
+                    new, backup = m.peek(obj + W_NEW), m.peek(obj + W_BACKUP)
+                    if check_backup and not self._block_ok(backup):
+                        continue
+                    if new:
+                        items.append((obj, new, backup))
+                    elif backup:
+                        done.append(backup)
+                if done:
+                    with self.step(cpu, "cow.recover.flip-backup") as c:
+                        for ob in done:
+                            c.clwb(self.heap.flip(c, ob, False))
+                self._swap(cpu, items, "cow.recover.swap")
+                self._apply_alog(cpu, alog, "alloc.recover-apply")
                 swapped.extend(obj for obj, _, _ in items)
                 acted = True
             elif self.eager_alloc and alog:
                 self._revert_alog(cpu, alog)
                 acted = True
         if acted:
-            cpu.persist_barrier()
-        for obj in swapped:
-            cpu.store(obj + W_NEW, 0)
-            cpu.clwb(obj)
-        cpu.store(lay.base + 8 * G_EPOCH, m.peek(lay.base + 8 * G_EPOCH) + 1)
-        cpu.clwb(lay.base)
-        for hdr in lay.desc:
-            cpu.store(hdr + 8 * H_NWSET, 0)
-            cpu.store(hdr + 8 * H_NALLOC, 0)
-            cpu.store(hdr + 8 * H_STATE, IDLE)
-            cpu.clwb(hdr)
-        cpu.persist_barrier()
-        cpu.mark(Mark.RECOVERY_END, 0)
-        self._load()
+            self.pb(cpu, "cow.recover.pb1")
+        with self.step(cpu, "cow.recover.reset-new") as c:
+            for obj in swapped:
+                c.store(obj + W_NEW, 0)
+                c.clwb(obj)
+        with self.step(cpu, "cow.recover.reset") as c:
+            c.store(lay.base + 8 * G_EPOCH, m.peek(lay.base + 8 * G_EPOCH) + 1)
+            c.clwb(lay.base)
+            for hdr in lay.desc:
+                c.store(hdr + 8 * H_NWSET, 0)
+                c.store(hdr + 8 * H_NALLOC, 0)
+                c.store(hdr + 8 * H_STATE, IDLE)
+                c.clwb(hdr)
+        self.pb(cpu, "cow.recover.pb2")
 
     def _block_ok(self, addr: int) -> bool:
         if not addr:
@@ -396,19 +434,45 @@ class CowRuntime(Runtime):
                 if self.m.peek(hdr + 8 * H_NWSET)]
 
 
-COW_EAGER = variant(CowRuntime, "cow-eager", eager_alloc=True)
+COW_EAGER = variant(CowRuntime, "cow-eager", eager_alloc=True, STEPS=EAGER_STEPS,
+                      OMIT_STEPS=frozenset({"alloc.apply"}))
 
-register_mutant(CowRuntime, "C1", "drop PB#1: COMMITTED may persist before payloads, wrappers or "
-                "the write set (garbage swapped in, torn)", PB_DOMAINS)
-register_mutant(CowRuntime, "C2", "drop PB#2: swaps may persist before COMMITTED (partly visible "
-                "uncommitted transaction, live payload marked free)", PB_DOMAINS)
-register_mutant(CowRuntime, "C3", "drop PB#3: IDLE may persist before the swaps and bit flips "
-                "(lost update, leaks)", PB_DOMAINS)
-register_mutant(CowRuntime, "C4", "no old_backup: the old payload is freed through a volatile "
-                "pointer, so a crash after the swap leaks it")
-register_mutant(CowRuntime, "C5", "store new := 0 before old := new: the committed payload can be "
-                "lost (reversed program order, a bug in every domain)")
-register_mutant(CowRuntime, "C6", "redirect reads on writer_id alone with ids reused across "
-                "restarts: after recovery a read returns a stale payload (functional)",
-                needs="transactions run after recovery on the recovered image")
+
+def _reads_trust_writer(orig: Any) -> Any:
+    """C6: a read redirects to ``new`` whenever the wrapper's writer id is the thread's."""
+    def _read_payload(self: CowRuntime, tx: CowTx, obj: int) -> int:
+        cpu = tx.cpu
+        if cpu.load(obj + W_WRITER) == self.writer_id(tx.tid):
+            new = cpu.load(obj + W_NEW)
+            if new:
+                return new
+        return orig(self, tx, obj)
+    return _read_payload
+
+
+for _m in (
+    Mutant("cow:C1", CowRuntime, (drop("cow.commit.pb1"),), PB_DOMAINS,
+           "drop PB#1: COMMITTED may persist before payloads, wrappers or the write set "
+           "(garbage swapped in, torn)"),
+    Mutant("cow:C2", CowRuntime, (drop("cow.commit.pb2"),), PB_DOMAINS,
+           "drop PB#2: swaps may persist before COMMITTED (partly visible uncommitted "
+           "transaction, live payload marked free)"),
+    Mutant("cow:C3", CowRuntime, (drop("cow.commit.pb3"),), PB_DOMAINS,
+           "drop PB#3: IDLE may persist before the swaps and bit flips (lost update, leaks)"),
+    Mutant("cow:C4", CowRuntime, (drop("cow.open.store-backup"),), why=
+           "no old_backup: the old payload is freed through a volatile pointer, so a crash after "
+           "the swap leaks it"),
+    Mutant("cow:C5", CowRuntime, (delay("cow.commit.swap", after="cow.commit.reset-new"),
+                                   delay("cow.recover.swap", after="cow.recover.reset-new")), why=
+           "store new := 0 before old := new: the committed payload can be lost (reversed "
+           "program order, a bug in every domain)"),
+    Mutant("cow:C6", CowRuntime, (
+        patch("writer_id", lambda orig: lambda self, tid: tid + 1, "ids reused across restarts"),
+        patch("_read_payload", _reads_trust_writer, "reads trust the writer id"),
+        patch("crash_irrelevant", lambda orig: lambda self: [], "writer ids are relevant")),
+        why="redirect reads on writer_id alone with ids reused across restarts: after recovery a "
+            "read returns a stale payload (functional)",
+        needs="transactions run after recovery on the recovered image"),
+):
+    register_mutant(_m)
 register_alloc_mutants(CowRuntime)

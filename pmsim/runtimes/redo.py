@@ -8,7 +8,8 @@ load; otherwise it looks the object up and walks its records newest -> oldest.
 
 Commit: PB#1 (log, tail, allocation log), COMMITTED + PB#2 (the commit point), bit flips and
 write-back oldest -> newest + PB#3, IDLE + PB#4, then clear the writer bits. 4 PBs per committed
-writing transaction, 0 for read-only ones and for aborts.
+writing transaction, 0 for read-only ones and for aborts. The protocol is written as the named
+steps of ``RedoRuntime.STEPS``; the card's mutants (R1-R5, A1, A2) are data at the end.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..trace import Mark
+from .alloclog import EAGER_STEPS
+from .allocmutants import register_alloc_mutants
 from .base import (
     COMMITTED,
     H_NALLOC,
@@ -29,12 +32,10 @@ from .base import (
     Runtime,
     Tx,
     lines_of,
-    register_alloc_mutants,
-    register_mutant,
-    register_runtime,
-    variant,
 )
 from .layout import PMSpec
+from .mutation import Mutant, drop
+from .registry import register_mutant, register_runtime, variant
 
 REC_WORDS = 3  # home, words, prev
 
@@ -83,6 +84,31 @@ class RedoRuntime(Runtime):
     family = "redo"
     _field0_words = 1
 
+    STEPS = {
+        "redo.begin.header": ("group", "reset tail, allocation-log count and state (RUNNING)"),
+        "redo.write.writer-bit": ("store", "set the thread's bit in the object's writers bitmap"),
+        "redo.append.record": ("group", "store a record [home][words][prev][new words] at the tail"),
+        "redo.append.flush": ("flush", "flush the record's lines"),
+        "redo.commit.flush-fresh": ("flush", "flush fields written in objects this tx allocated"),
+        "redo.commit.tail": ("group", "store the tail; flush the header"),
+        "redo.commit.pb1": ("pb", "PB#1: records, tail and allocation log before COMMITTED"),
+        "redo.commit.store-committed": ("group", "store COMMITTED (the commit point); flush"),
+        "redo.commit.pb2": ("pb", "PB#2: COMMITTED durable before any write-back"),
+        "redo.commit.write-back": ("group", "copy the records to their homes oldest first; flush"),
+        "redo.commit.pb3": ("pb", "PB#3: write-backs and bit flips before IDLE"),
+        "redo.commit.store-idle": ("group", "store IDLE; flush the header"),
+        "redo.commit.pb4": ("pb", "PB#4: IDLE before the next transaction's records"),
+        "redo.commit.clear-bits": ("group", "clear the thread's writers bits"),
+        "redo.abort.clear-bits": ("group", "abort: clear the thread's writers bits"),
+        "redo.recover.write-back": ("group", "replay a COMMITTED descriptor's log; flush"),
+        "redo.recover.pb1": ("pb", "replayed data and bit flips before the reset"),
+        "redo.recover.reset": ("group", "reset every header (IDLE, empty logs)"),
+        "redo.recover.pb2": ("pb", "the reset is persistent before recovery returns"),
+    }
+    CHECKS = {
+        "redo.recover.record-bounds": "a record must lie before the tail and name a data address",
+    }
+
     def crash_irrelevant(self) -> list[int]:
         """Every object's writers bitmap (static objects and heap blocks): recovery never reads
         them, and a stale bit only makes a later read consult the (empty) log."""
@@ -112,10 +138,11 @@ class RedoRuntime(Runtime):
         tx.dirty.add(obj & ~63)
 
     def _begin(self, tx: Tx) -> None:
-        cpu, hdr = tx.cpu, self.layout.desc[tx.tid]
-        cpu.store(hdr + 8 * H_TAIL, self.layout.log[tx.tid])
-        cpu.store(hdr + 8 * H_NALLOC, 0)
-        cpu.store(hdr + 8 * H_STATE, RUNNING)
+        hdr = self.layout.desc[tx.tid]
+        with self.step(tx.cpu, "redo.begin.header") as c:
+            c.store(hdr + 8 * H_TAIL, self.layout.log[tx.tid])
+            c.store(hdr + 8 * H_NALLOC, 0)
+            c.store(hdr + 8 * H_STATE, RUNNING)
 
     def _write(self, tx: RedoTx, obj: int, field: int, values: Sequence[int]) -> None:
         cpu = tx.cpu
@@ -129,10 +156,9 @@ class RedoRuntime(Runtime):
                 st(home + 8 * i, v)
             tx.dirty.update(lines_of(home, 8 * n))
             return
-        if "R5" not in self.mutations:
-            h = cpu.load(obj)
-            if not h & tx.bit:
-                st(obj, h | tx.bit)
+        h = cpu.load(obj)
+        if not h & tx.bit:
+            self.st(cpu, "redo.write.writer-bit", obj, h | tx.bit)
         chain = tx.hash.setdefault(obj, [])
         rec = tx.tail
         end = rec + 8 * (REC_WORDS + n)
@@ -141,10 +167,11 @@ class RedoRuntime(Runtime):
                               f"({self.layout.log_bytes} bytes): raise PMSpec.max_tx_writes/words")
         vals = list(values)
         words = [home, n, chain[-1][2] if chain else 0, *vals]
-        for i, w in enumerate(words):
-            st(rec + 8 * i, w)
-        for line in lines_of(rec, end - rec):
-            cpu.clwb(line)
+        with self.step(cpu, "redo.append.record") as s:
+            st = s.store
+            for i, w in enumerate(words):
+                st(rec + 8 * i, w)
+        self.flush(cpu, "redo.append.flush", lines_of(rec, end - rec))
         cpu.work(c.hash_insert_ns)
         chain.append((field, vals, rec))
         tx.records.append((home, vals))
@@ -157,55 +184,53 @@ class RedoRuntime(Runtime):
         if not tx.modified:
             cpu.mark(Mark.TX_COMMIT, tx.txid)
             return
-        muts = self.mutations
         hdr = self.layout.desc[tx.tid]
-        for line in tx.dirty:
-            cpu.clwb(line)
-        cpu.store(hdr + 8 * H_TAIL, tx.tail)
+        self.flush(cpu, "redo.commit.flush-fresh", tx.dirty)
         self._flush_alog(tx)
-        cpu.clwb(hdr)
-        if "R1" not in muts:
-            cpu.persist_barrier()  # PB#1
+        with self.step(cpu, "redo.commit.tail") as c:
+            c.store(hdr + 8 * H_TAIL, tx.tail)
+            c.clwb(hdr)
+        self.pb(cpu, "redo.commit.pb1")
         cpu.mark(Mark.TX_COMMIT, tx.txid)
-        cpu.store(hdr + 8 * H_STATE, COMMITTED)
-        cpu.clwb(hdr)
-        if "R2" not in muts:
-            cpu.persist_barrier()  # PB#2: the commit point is durable
+        with self.step(cpu, "redo.commit.store-committed") as c:
+            c.store(hdr + 8 * H_STATE, COMMITTED)
+            c.clwb(hdr)
+        self.pb(cpu, "redo.commit.pb2")  # the commit point is durable
         self._apply_alog(cpu, tx.alog)
-        self._write_back(cpu, tx.records)
-        if "R3" not in muts:
-            cpu.persist_barrier()  # PB#3
-        cpu.store(hdr + 8 * H_STATE, IDLE)
-        cpu.clwb(hdr)
-        if "R4" not in muts:
-            cpu.persist_barrier()  # PB#4
-        self._clear_bits(tx)
+        self._write_back(cpu, tx.records, "redo.commit.write-back")
+        self.pb(cpu, "redo.commit.pb3")
+        with self.step(cpu, "redo.commit.store-idle") as c:
+            c.store(hdr + 8 * H_STATE, IDLE)
+            c.clwb(hdr)
+        self.pb(cpu, "redo.commit.pb4")
+        self._clear_bits(tx, "redo.commit.clear-bits")
         self._release_frees(tx)
 
-    def _write_back(self, cpu: Any, records: Sequence[tuple[int, Sequence[int]]]) -> None:
+    def _write_back(self, cpu: Any, records: Sequence[tuple[int, Sequence[int]]], step: str) -> None:
         """Copy records to their home locations oldest -> newest and flush the home lines."""
-        st = cpu.store
-        lines: dict[int, None] = {}
-        nbytes = 0
-        for home, vals in records:
-            for i, v in enumerate(vals):
-                st(home + 8 * i, v)
-            lines.update(dict.fromkeys(lines_of(home, 8 * len(vals))))
-            nbytes += 8 * len(vals)
-        cpu.work(self.costs.copy_ns_per_byte * nbytes)
-        for line in lines:
-            cpu.clwb(line)
+        with self.step(cpu, step) as c:
+            st = c.store
+            lines: dict[int, None] = {}
+            nbytes = 0
+            for home, vals in records:
+                for i, v in enumerate(vals):
+                    st(home + 8 * i, v)
+                lines.update(dict.fromkeys(lines_of(home, 8 * len(vals))))
+                nbytes += 8 * len(vals)
+            c.work(self.costs.copy_ns_per_byte * nbytes)
+            for line in lines:
+                c.clwb(line)
 
-    def _clear_bits(self, tx: RedoTx) -> None:
-        cpu = tx.cpu
-        for obj in tx.hash:
-            h = cpu.load(obj)
-            if h & tx.bit:
-                cpu.store(obj, h & ~tx.bit)
+    def _clear_bits(self, tx: RedoTx, step: str) -> None:
+        with self.step(tx.cpu, step) as c:
+            for obj in tx.hash:
+                h = c.load(obj)
+                if h & tx.bit:
+                    c.store(obj, h & ~tx.bit)
 
     def _abort(self, tx: Tx) -> None:
         assert isinstance(tx, RedoTx)
-        self._clear_bits(tx)
+        self._clear_bits(tx, "redo.abort.clear-bits")
         self._return_allocs(tx)
 
     # -- recovery ------------------------------------------------------------------------------
@@ -217,19 +242,20 @@ class RedoRuntime(Runtime):
         tail = min(max(m.peek(self.layout.desc[tid] + 8 * H_TAIL), head), end)
         out = []
         pos = head
+        check = self.check("redo.recover.record-bounds")
+        if not check:
+            tail = end
         while pos + 8 * REC_WORDS <= tail:
             home, n = m.peek(pos), m.peek(pos + 8)
             rend = pos + 8 * (REC_WORDS + n)
-            if rend > tail or home % 8 or not self.layout.is_data(home, 8 * n):
+            if check and (rend > tail or home % 8 or not self.layout.is_data(home, 8 * n)):
                 break
             out.append((home, [m.peek(pos + 8 * (REC_WORDS + i)) for i in range(n)]))
             pos = rend
         return out
 
-    def recover(self, cpu: Any) -> None:
+    def _recover(self, cpu: Any) -> None:
         """Replay COMMITTED descriptors, discard the others, reset every header (2 PBs at most)."""
-        self._check_header()
-        cpu.mark(Mark.RECOVERY_BEGIN, 0)
         lay = self.layout
         acted = False
         for t, hdr in enumerate(lay.desc):
@@ -238,22 +264,21 @@ class RedoRuntime(Runtime):
                 continue
             alog = self._read_alog(t)
             if state == COMMITTED:
-                self._write_back(cpu, self.read_log(t))
-                self._apply_alog(cpu, alog)
+                self._write_back(cpu, self.read_log(t), "redo.recover.write-back")
+                self._apply_alog(cpu, alog, "alloc.recover-apply")
                 acted = True
             elif self.eager_alloc and alog:
                 self._revert_alog(cpu, alog)
                 acted = True
         if acted:
-            cpu.persist_barrier()
-        for t, hdr in enumerate(lay.desc):
-            cpu.store(hdr + 8 * H_TAIL, lay.log[t])
-            cpu.store(hdr + 8 * H_NALLOC, 0)
-            cpu.store(hdr + 8 * H_STATE, IDLE)
-            cpu.clwb(hdr)
-        cpu.persist_barrier()
-        cpu.mark(Mark.RECOVERY_END, 0)
-        self._load()
+            self.pb(cpu, "redo.recover.pb1")
+        with self.step(cpu, "redo.recover.reset") as c:
+            for t, hdr in enumerate(lay.desc):
+                c.store(hdr + 8 * H_TAIL, lay.log[t])
+                c.store(hdr + 8 * H_NALLOC, 0)
+                c.store(hdr + 8 * H_STATE, IDLE)
+                c.clwb(hdr)
+        self.pb(cpu, "redo.recover.pb2")
 
     def _check_logs(self) -> list[str]:
         return [f"descriptor {t}: redo log tail not reset"
@@ -261,17 +286,22 @@ class RedoRuntime(Runtime):
                 if self.m.peek(hdr + 8 * H_TAIL) != self.layout.log[t]]
 
 
-REDO_EAGER = variant(RedoRuntime, "redo-eager", eager_alloc=True)
+REDO_EAGER = variant(RedoRuntime, "redo-eager", eager_alloc=True, STEPS=EAGER_STEPS,
+                      OMIT_STEPS=frozenset({"alloc.apply"}))
 
-register_mutant(RedoRuntime, "R1", "drop PB#1: COMMITTED may persist before the records or the "
-                "tail (replay of garbage)", PB_DOMAINS)
-register_mutant(RedoRuntime, "R2", "drop PB#2: write-backs may persist before COMMITTED (torn "
-                "transaction)", PB_DOMAINS)
-register_mutant(RedoRuntime, "R3", "drop PB#3: IDLE may persist before the write-backs "
-                "(committed writes lost)", PB_DOMAINS)
-register_mutant(RedoRuntime, "R4", "drop PB#4: the next transaction's records may persist while "
-                "COMMITTED is still persistent (uncommitted records replayed)", PB_DOMAINS)
-register_mutant(RedoRuntime, "R5", "skip setting the writers bit: a read after a write returns "
-                "the stale home value (functional)", needs="a read of a field the same "
-                "transaction wrote")
+for _m in (
+    Mutant("redo:R1", RedoRuntime, (drop("redo.commit.pb1"),), PB_DOMAINS,
+           "drop PB#1: COMMITTED may persist before the records or the tail (replay of garbage)"),
+    Mutant("redo:R2", RedoRuntime, (drop("redo.commit.pb2"),), PB_DOMAINS,
+           "drop PB#2: write-backs may persist before COMMITTED (torn transaction)"),
+    Mutant("redo:R3", RedoRuntime, (drop("redo.commit.pb3"),), PB_DOMAINS,
+           "drop PB#3: IDLE may persist before the write-backs (committed writes lost)"),
+    Mutant("redo:R4", RedoRuntime, (drop("redo.commit.pb4"),), PB_DOMAINS,
+           "drop PB#4: the next transaction's records may persist while COMMITTED is still "
+           "persistent (uncommitted records replayed)"),
+    Mutant("redo:R5", RedoRuntime, (drop("redo.write.writer-bit"),), why=
+           "skip setting the writers bit: a read after a write returns the stale home value "
+           "(functional)", needs="a read of a field the same transaction wrote"),
+):
+    register_mutant(_m)
 register_alloc_mutants(RedoRuntime)

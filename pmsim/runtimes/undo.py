@@ -2,8 +2,8 @@
 
 Record: ``[sentinel][V][addr][type << 56 | words][old words ...][checksum]``; the checksum
 (FNV-1a over the record's words) is stored last. The tail pointer in the descriptor header is
-stored after each record's PB without a PB of its own, so it lags at most one record; recovery does not
-trust it and accepts records from the head while sentinel, version and checksum verify.
+stored after each record's PB without a PB of its own, so it lags at most one record; recovery
+does not trust it and accepts records from the head while sentinel, version and checksum verify.
 
 PBs: committed W + 2 (+2 when the transaction allocated or freed), read-only 0. ``undo-2pb``
 is the two-PB-per-append variant (no checksum, recovery trusts the tail): 2W + 2 (+2).
@@ -13,8 +13,11 @@ Deviations from the card, both [A]: abort persists IDLE with a second PB, becaus
 crash after another thread committed a newer value to a rolled-back address would let recovery
 roll it back again; recovery persists V + 2 in every descriptor, so records of a transaction
 whose header never persisted cannot pass as a later transaction's. V is kept in the state word
-and tags the allocation-log count (``pmsim.runtimes.base``), so the header stays consistent even
+and tags the allocation-log count (:mod:`.descriptor`), so the header stays consistent even
 when the atoms of its line persist independently (px86 order).
+
+The persistence protocol is written as the named steps of ``UndoRuntime.STEPS``; the card's
+mutants (U1-U7, A1, A2, and U8, found by crash depth 2) are data over those names, at the end.
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from ..errors import ConfigError
 from ..trace import Mark
+from .alloclog import EAGER_STEPS
+from .allocmutants import register_alloc_mutants
 from .base import (
     COUNT_BITS,
     H_NALLOC,
@@ -34,12 +40,10 @@ from .base import (
     Runtime,
     Tx,
     lines_of,
-    register_alloc_mutants,
-    register_mutant,
-    register_runtime,
-    variant,
 )
 from .layout import PMSpec
+from .mutation import Mutant, drop, patch, skip_check
+from .registry import register_mutant, register_runtime, variant
 
 SENTINEL = 0x5EC0DE_0F_11F0_1065
 DATA, COMMIT = 1, 2
@@ -81,6 +85,44 @@ class UndoRuntime(Runtime):
     family = "undo"
     two_pb: ClassVar[bool] = False
 
+    STEPS = {
+        "undo.begin.header": ("group", "reset the allocation-log count, tail and state (RUNNING, "
+                              "new V); flush the header"),
+        "undo.append.record": ("group", "store a data record's header and old values at the tail"),
+        "undo.append.checksum": ("store", "store the record's checksum, last"),
+        "undo.append.flush": ("flush", "flush the record's lines"),
+        "undo.append.pb": ("pb", "the record is persistent before the in-place write"),
+        "undo.append.tail": ("group", "move the tail past the record; flush the header"),
+        "undo.write.in-place": ("group", "write the new values in place"),
+        "undo.write.flush": ("flush", "flush the written lines"),
+        "undo.commit.flush-fresh": ("flush", "flush fields written in objects this tx allocated"),
+        "undo.commit.pb1": ("pb", "(i) in-place writes persistent before COMMIT (undo-2pb: "
+                            "the COMMIT record's first PB)"),
+        "undo.commit.record": ("group", "store the COMMIT record's header"),
+        "undo.commit.checksum": ("store", "store the COMMIT record's checksum: the commit point"),
+        "undo.commit.flush": ("flush", "flush the COMMIT record"),
+        "undo.commit.pb2": ("pb", "(ii) COMMIT persistent before the bit flips and the return"),
+        "undo.commit.tail": ("group", "move the tail past COMMIT (undo-2pb: the commit point)"),
+        "undo.commit.pb3": ("pb", "(iii) bit flips persistent before IDLE"),
+        "undo.commit.store-idle": ("group", "store IDLE; flush the header"),
+        "undo.commit.pb4": ("pb", "(iv) IDLE persistent before the next transaction's records"),
+        "undo.abort.rollback": ("group", "restore the old values, newest first"),
+        "undo.abort.flush": ("flush", "flush the restored lines"),
+        "undo.abort.pb1": ("pb", "restored values persistent before IDLE"),
+        "undo.abort.store-idle": ("group", "store IDLE; flush the header"),
+        "undo.abort.pb2": ("pb", "IDLE persistent before the thread's next transaction"),
+        "undo.recover.rollback": ("group", "roll back an uncommitted descriptor; flush"),
+        "undo.recover.pb1": ("pb", "rollbacks and bit flips persistent before the reset"),
+        "undo.recover.reset": ("group", "reset every header (IDLE, V + 2, empty log)"),
+        "undo.recover.pb2": ("pb", "the reset is persistent before recovery returns"),
+    }
+    CHECKS = {
+        "undo.recover.skip-idle": "an IDLE descriptor is skipped (its log is stale)",
+        "undo.recover.record-header": "a record's sentinel and type must be valid",
+        "undo.recover.version": "a record's version must be the descriptor's V",
+        "undo.recover.checksum": "a record's checksum must match its words",
+    }
+
     def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, **kw)
         self.version = [0] * self.layout.threads
@@ -107,77 +149,70 @@ class UndoRuntime(Runtime):
         self.version[t] += 1
         tx.version = self.version[t]
         tx.tail = self.layout.log[t]
-        cpu, hdr = tx.cpu, self.layout.desc[t]
+        hdr = self.layout.desc[t]
         # V lives in the state word and tags the allocation-log count, so no persisted mix of
         # these atoms pairs a new state with an old V or an old count with a new V
-        cpu.store(hdr + 8 * H_NALLOC, tx.version << COUNT_BITS)
-        cpu.store(hdr + 8 * H_TAIL, tx.tail)
-        cpu.store(hdr + 8 * H_STATE, tx.version << 8 | RUNNING)
-        cpu.clwb(hdr)
+        with self.step(tx.cpu, "undo.begin.header") as c:
+            c.store(hdr + 8 * H_NALLOC, tx.version << COUNT_BITS)
+            c.store(hdr + 8 * H_TAIL, tx.tail)
+            c.store(hdr + 8 * H_STATE, tx.version << 8 | RUNNING)
+            c.clwb(hdr)
 
-    def _append(self, tx: UndoTx, words: list[int], commit_point: bool = False) -> None:
-        """Store a record at the tail, checksum last, flush it, PB, then move the tail."""
+    def _append(self, tx: UndoTx, words: list[int], phase: str) -> None:
+        """Store a record at the tail, checksum last, flush it, PB, then move the tail.
+
+        ``phase`` is ``append`` for data records, ``commit`` for the COMMIT record, whose
+        checksum store is the commit point (in undo-2pb: the tail store after its first PB)."""
         cpu = tx.cpu
         rec = tx.tail
-        end = rec + 8 * (len(words) + 1)
+        commit = phase == "commit"
+        end = rec + 8 * (len(words) + (0 if self.two_pb else 1))
         if end > self.layout.log[tx.tid] + self.layout.log_bytes:
-            from ..errors import ConfigError
-
             raise ConfigError(f"transaction {tx.txid:#x} overflowed its undo log "
                               f"({self.layout.log_bytes} bytes): raise PMSpec.max_tx_writes/words")
-        st = cpu.store
-        muts = self.mutations
-        use_ck = not (self.two_pb or "U2" in muts or "U3" in muts)
-        point_in_record = commit_point and "U2" in muts  # no checksum: the last word commits
-        for i, w in enumerate(words):
-            if point_in_record and i == len(words) - 1:
+        with self.step(cpu, f"undo.{phase}.record") as c:
+            st = c.store
+            for i, w in enumerate(words):
+                st(rec + 8 * i, w)
+        if not self.two_pb:
+            if commit:
                 cpu.mark(Mark.TX_COMMIT, tx.txid)
-            st(rec + 8 * i, w)
-        if use_ck:
-            cpu.work(self.costs.checksum_ns_per_byte * 8 * len(words))
-            if commit_point:
-                cpu.mark(Mark.TX_COMMIT, tx.txid)
-            st(rec + 8 * len(words), checksum(words))
-        for line in lines_of(rec, end - rec):
-            cpu.clwb(line)
+            with self.step(cpu, f"undo.{phase}.checksum") as c:
+                c.work(self.costs.checksum_ns_per_byte * 8 * len(words))
+                c.store(rec + 8 * len(words), checksum(words))
+        self.flush(cpu, f"undo.{phase}.flush", lines_of(rec, end - rec))
         hdr = self.layout.desc[tx.tid]
-        if "U3" in muts:  # the tail shares the record's PB
-            if commit_point:
+        if self.two_pb:
+            self.pb(cpu, "undo.commit.pb1" if commit else "undo.append.pb")
+            if commit:
                 cpu.mark(Mark.TX_COMMIT, tx.txid)
-            st(hdr + 8 * H_TAIL, end)
-            cpu.clwb(hdr)
-            cpu.persist_barrier()
-        elif self.two_pb:
-            cpu.persist_barrier()
-            if commit_point:
-                cpu.mark(Mark.TX_COMMIT, tx.txid)
-            st(hdr + 8 * H_TAIL, end)
-            cpu.clwb(hdr)
-            cpu.persist_barrier()
         else:
-            if not ("U1" in muts and not commit_point) and not ("U6" in muts and commit_point):
-                cpu.persist_barrier()
-            st(hdr + 8 * H_TAIL, end)
-            cpu.clwb(hdr)
+            self.pb(cpu, "undo.commit.pb2" if commit else "undo.append.pb")
+        with self.step(cpu, f"undo.{phase}.tail") as c:
+            c.store(hdr + 8 * H_TAIL, end)
+            c.clwb(hdr)
+        if self.two_pb:
+            self.pb(cpu, "undo.commit.pb2" if commit else "undo.append.pb-tail")
         tx.tail = end
 
     def _write(self, tx: UndoTx, obj: int, addr: int, values: Sequence[int]) -> None:
         cpu = tx.cpu
         cpu.work(self.costs.call_ns)
         n = len(values)
-        st = cpu.store
         if obj in tx.fresh:
+            st = cpu.store
             for i, v in enumerate(values):
                 st(addr + 8 * i, v)
             tx.dirty.update(lines_of(addr, 8 * n))
             return
         ld = cpu.load
         old = [ld(addr + 8 * i) for i in range(n)]
-        self._append(tx, [SENTINEL, tx.version, addr, (DATA << 56) | n, *old])
-        for i, v in enumerate(values):
-            st(addr + 8 * i, v)
-        for line in lines_of(addr, 8 * n):
-            cpu.clwb(line)
+        self._append(tx, [SENTINEL, tx.version, addr, (DATA << 56) | n, *old], "append")
+        with self.step(cpu, "undo.write.in-place") as c:
+            st = c.store
+            for i, v in enumerate(values):
+                st(addr + 8 * i, v)
+        self.flush(cpu, "undo.write.flush", lines_of(addr, 8 * n))
         tx.records.append((addr, old))
         tx.writes += 1
 
@@ -187,46 +222,46 @@ class UndoRuntime(Runtime):
         if not tx.modified:
             cpu.mark(Mark.TX_COMMIT, tx.txid)
             return
-        for line in tx.dirty:
-            cpu.clwb(line)
+        self.flush(cpu, "undo.commit.flush-fresh", tx.dirty)
         self._flush_alog(tx)
         if not self.two_pb:  # (i); the 2-PB append's first PB doubles as (i)
-            if "U5" not in self.mutations:
-                cpu.persist_barrier()
-        self._append(tx, [SENTINEL, tx.version, 0, COMMIT << 56], commit_point=True)  # (ii)
+            self.pb(cpu, "undo.commit.pb1")
+        self._append(tx, [SENTINEL, tx.version, 0, COMMIT << 56], "commit")  # (ii)
         hdr = self.layout.desc[tx.tid]
         if tx.alog:
             if not self.eager_alloc:  # eager: the bits are durable already
                 self._apply_alog(cpu, tx.alog)  # (iii)
-                if "U7" not in self.mutations:
-                    cpu.persist_barrier()
+                self.pb(cpu, "undo.commit.pb3")
             # (iv): the next transaction's records may overwrite COMMIT before its header
             # persists; IDLE keeps recovery from reverting (eager) or replaying stale entries
-            cpu.store(hdr + 8 * H_STATE, tx.version << 8 | IDLE)
-            cpu.clwb(hdr)
-            cpu.persist_barrier()
+            with self.step(cpu, "undo.commit.store-idle") as c:
+                c.store(hdr + 8 * H_STATE, tx.version << 8 | IDLE)
+                c.clwb(hdr)
+            self.pb(cpu, "undo.commit.pb4")
         self._release_frees(tx)
 
     def _abort(self, tx: Tx) -> None:
         assert isinstance(tx, UndoTx)
         cpu = tx.cpu
         lines: dict[int, None] = {}
-        st = cpu.store
-        for addr, old in reversed(tx.records):
-            for i, v in enumerate(old):
-                st(addr + 8 * i, v)
-            lines.update(dict.fromkeys(lines_of(addr, 8 * len(old))))
+        with self.step(cpu, "undo.abort.rollback") as c:
+            st = c.store
+            for addr, old in reversed(tx.records):
+                for i, v in enumerate(old):
+                    st(addr + 8 * i, v)
+                lines.update(dict.fromkeys(lines_of(addr, 8 * len(old))))
+            if tx.records:
+                c.work(self.costs.copy_ns_per_byte * 8 * sum(len(o) for _, o in tx.records))
         if tx.records:
-            cpu.work(self.costs.copy_ns_per_byte * 8 * sum(len(o) for _, o in tx.records))
-            for line in lines:
-                cpu.clwb(line)
-            cpu.persist_barrier()
+            self.flush(cpu, "undo.abort.flush", lines)
+            self.pb(cpu, "undo.abort.pb1")
         self._return_allocs(tx)
         hdr = self.layout.desc[tx.tid]
-        cpu.store(hdr + 8 * H_STATE, tx.version << 8 | IDLE)
-        cpu.clwb(hdr)
+        with self.step(cpu, "undo.abort.store-idle") as c:
+            c.store(hdr + 8 * H_STATE, tx.version << 8 | IDLE)
+            c.clwb(hdr)
         if tx.records:
-            cpu.persist_barrier()
+            self.pb(cpu, "undo.abort.pb2")
 
     # -- recovery ------------------------------------------------------------------------------
     def scan(self, tid: int) -> tuple[list[tuple[int, list[int]]], bool]:
@@ -235,26 +270,28 @@ class UndoRuntime(Runtime):
         hdr, head = self.layout.desc[tid], self.layout.log[tid]
         end = head + self.layout.log_bytes
         v = m.peek(hdr + 8 * H_STATE) >> 8
-        trust_tail = self.two_pb or "U3" in self.mutations
+        trust_tail = self.two_pb  # undo-2pb persists the tail; no checksum verifies the end
         tail = m.peek(hdr + 8 * H_TAIL) if trust_tail else end
         tail = min(max(tail, head), end)
-        check_v = "U4" not in self.mutations
-        check_ck = not (trust_tail or "U2" in self.mutations)
-        verify_hdr = "U3" not in self.mutations  # U3's recovery trusts everything before the tail
+        check_hdr = self.check("undo.recover.record-header")
+        check_v = check_hdr and self.check("undo.recover.version")
+        check_ck = not self.two_pb and self.check("undo.recover.checksum")
+        ck_words = 0 if self.two_pb else 1
         recs: list[tuple[int, list[int]]] = []
         base = (head - m.pm.base) >> 3
         log = m.engine.mem.pm[base: base + ((end - head) >> 3)].tolist()  # one read of the log
         pos = head
-        while pos + 8 * (HDR_WORDS + 1) <= tail:
+        while pos + 8 * (HDR_WORDS + ck_words) <= tail:
             w0 = (pos - head) >> 3
             sent, ver, addr, tl = log[w0: w0 + HDR_WORDS]
             kind, n = tl >> 56, tl & ((1 << 56) - 1)
-            if verify_hdr and (sent != SENTINEL or (check_v and ver != v)
-                               or kind not in (DATA, COMMIT)):
+            if check_hdr and (sent != SENTINEL or kind not in (DATA, COMMIT)):
+                break
+            if check_v and ver != v:
                 break
             if kind == COMMIT:
                 n = 0
-            rend = pos + 8 * (HDR_WORDS + n + 1)
+            rend = pos + 8 * (HDR_WORDS + n + ck_words)
             if rend > tail or n > self.layout.log_bytes // 8:
                 break
             words = log[w0: w0 + HDR_WORDS + n]
@@ -270,48 +307,48 @@ class UndoRuntime(Runtime):
     def _addr_ok(self, addr: int, n: int) -> bool:
         return addr % 8 == 0 and self.layout.is_data(addr, 8 * n)
 
-    def recover(self, cpu: Any) -> None:
+    def _recover(self, cpu: Any) -> None:
         """Roll back uncommitted descriptors, finish committed ones, reset every header."""
-        self._check_header()
-        cpu.mark(Mark.RECOVERY_BEGIN, 0)
         lay = self.layout
         acted = False
+        skip_idle = self.check("undo.recover.skip-idle")
         for t, hdr in enumerate(lay.desc):
             word = self.m.peek(hdr + 8 * H_STATE)
-            if word & 0xFF == IDLE:
+            if skip_idle and word & 0xFF == IDLE:
                 continue
             recs, committed = self.scan(t)
             alog = self._read_alog(t, word >> 8)
             if committed:
-                self._apply_alog(cpu, alog)
+                self._apply_alog(cpu, alog, "alloc.recover-apply")
                 acted = acted or bool(alog)
-            else:
-                lines: dict[int, None] = {}
-                for addr, old in reversed(recs):
-                    for i, v in enumerate(old):
-                        cpu.store(addr + 8 * i, v)
-                    lines.update(dict.fromkeys(lines_of(addr, 8 * len(old))))
-                for line in lines:
-                    cpu.clwb(line)
-                if self.eager_alloc:
-                    self._revert_alog(cpu, alog)
-                acted = acted or bool(recs) or (self.eager_alloc and bool(alog))
+                continue
+            if recs:
+                with self.step(cpu, "undo.recover.rollback") as c:
+                    lines: dict[int, None] = {}
+                    for addr, old in reversed(recs):
+                        for i, v in enumerate(old):
+                            c.store(addr + 8 * i, v)
+                        lines.update(dict.fromkeys(lines_of(addr, 8 * len(old))))
+                    for line in lines:
+                        c.clwb(line)
+            if self.eager_alloc and alog:
+                self._revert_alog(cpu, alog)
+            acted = acted or bool(recs) or (self.eager_alloc and bool(alog))
         if acted:
-            cpu.persist_barrier()
-        for t, hdr in enumerate(lay.desc):
-            v = (self.m.peek(hdr + 8 * H_STATE) >> 8) + 2
-            cpu.store(hdr + 8 * H_TAIL, lay.log[t])
-            cpu.store(hdr + 8 * H_NALLOC, v << COUNT_BITS)
-            cpu.store(hdr + 8 * H_STATE, v << 8 | IDLE)
-            cpu.clwb(hdr)
-        cpu.persist_barrier()
-        cpu.mark(Mark.RECOVERY_END, 0)
-        self._load()
+            self.pb(cpu, "undo.recover.pb1")
+        with self.step(cpu, "undo.recover.reset") as c:
+            for t, hdr in enumerate(lay.desc):
+                v = (self.m.peek(hdr + 8 * H_STATE) >> 8) + 2
+                c.store(hdr + 8 * H_TAIL, lay.log[t])
+                c.store(hdr + 8 * H_NALLOC, v << COUNT_BITS)
+                c.store(hdr + 8 * H_STATE, v << 8 | IDLE)
+                c.clwb(hdr)
+        self.pb(cpu, "undo.recover.pb2")
 
     def crash_irrelevant(self) -> list[int]:
         """The tail pointers: recovery finds the end of the log by verifying records (not so
-        for the 2-PB variant and U2/U3, which trust the tail or skip the checksum)."""
-        if self.two_pb or self.mutations & {"U2", "U3"}:
+        for the 2-PB variant, which trusts the tail)."""
+        if self.two_pb:
             return []
         return [d + 8 * H_TAIL for d in self.layout.desc]
 
@@ -323,22 +360,47 @@ class UndoRuntime(Runtime):
         return errs
 
 
-UNDO_2PB = variant(UndoRuntime, "undo-2pb", two_pb=True)
-UNDO_EAGER = variant(UndoRuntime, "undo-eager", eager_alloc=True)
+UNDO_2PB = variant(UndoRuntime, "undo-2pb", two_pb=True, STEPS={
+    "undo.append.pb-tail": ("pb", "the tail is persistent before the in-place write")},
+    OMIT_STEPS=frozenset({"undo.append.checksum", "undo.commit.checksum"}))
+UNDO_EAGER = variant(UndoRuntime, "undo-eager", eager_alloc=True, STEPS=EAGER_STEPS,
+                     OMIT_STEPS=frozenset({"alloc.apply", "undo.commit.pb3"}))
+
+
+def _version_restarts(orig: Any) -> Any:
+    """U8: the volatile version restarts at 0 whenever the runtime attaches to PM."""
+    def _load(self: UndoRuntime) -> None:
+        orig(self)
+        self.version = [0] * self.layout.threads
+    return _load
+
 
 ALLOCS = "a transaction that allocates or frees"
-register_mutant(UndoRuntime, "U1", "drop the per-record PB: an in-place write may persist before "
-                "its undo record (torn transaction)", PB_DOMAINS)
-register_mutant(UndoRuntime, "U2", "drop the checksum: a half-persisted record is accepted and "
-                "garbage is restored")
-register_mutant(UndoRuntime, "U3", "no checksum, tail persisted by the record's PB, recovery "
-                "trusts records before the tail: garbage restored", PB_DOMAINS)
-register_mutant(UndoRuntime, "U4", "drop the version check: a previous transaction's records "
-                "are taken as the current one's")
-register_mutant(UndoRuntime, "U5", "drop commit PB (i): COMMIT may persist before in-place "
-                "writes (committed writes lost)", PB_DOMAINS)
-register_mutant(UndoRuntime, "U6", "drop commit PB (ii): commit returns before COMMIT is durable "
-                "(durability violation)", PB_DOMAINS)
-register_mutant(UndoRuntime, "U7", "drop PB (iii): IDLE may persist before the bit flips "
-                "(allocated blocks free, frees leak)", PB_DOMAINS, needs=ALLOCS)
+for _m in (
+    Mutant("undo:U1", UndoRuntime, (drop("undo.append.pb"),), PB_DOMAINS,
+           "drop the per-record PB: an in-place write may persist before its undo record "
+           "(torn transaction)"),
+    Mutant("undo:U2", UndoRuntime, (drop("undo.append.checksum"), drop("undo.commit.checksum"),
+                                     skip_check("undo.recover.checksum")), why=
+           "drop the checksum: a half-persisted record is accepted and garbage is restored"),
+    Mutant("undo:U3", UNDO_2PB, (drop("undo.append.pb"), skip_check("undo.recover.record-header")),
+           PB_DOMAINS, "no checksum, tail persisted by the record's PB, recovery trusts records "
+           "before the tail: garbage restored"),
+    Mutant("undo:U4", UndoRuntime, (skip_check("undo.recover.version"),), why=
+           "drop the version check: a previous transaction's records are taken as the current "
+           "one's"),
+    Mutant("undo:U5", UndoRuntime, (drop("undo.commit.pb1"),), PB_DOMAINS,
+           "drop commit PB (i): COMMIT may persist before in-place writes (committed writes lost)"),
+    Mutant("undo:U6", UndoRuntime, (drop("undo.commit.pb2"),), PB_DOMAINS,
+           "drop commit PB (ii): commit returns before COMMIT is durable (durability violation)"),
+    Mutant("undo:U7", UndoRuntime, (drop("undo.commit.pb3"),), PB_DOMAINS,
+           "drop PB (iii): IDLE may persist before the bit flips (allocated blocks free, frees "
+           "leak)", needs=ALLOCS),
+    Mutant("undo:U8", UndoRuntime, (patch("_load", _version_restarts, "V restarts at 1"),),
+           why="the transaction version restarts at 1 after a restart: a transaction run after "
+           "recovery reuses a version that stale records further down the log still carry, and "
+           "a second crash inside it makes recovery accept them and a stale COMMIT (torn)",
+           needs="a crash inside a transaction run after recovery (crash depth 2)"),
+):
+    register_mutant(_m)
 register_alloc_mutants(UndoRuntime)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..config import MachineConfig
 from ..machine import Machine
-from ..runtimes.base import Runtime, RuntimeCosts, fit_pm, get_runtime
+from ..runtimes import Runtime, RuntimeCosts, fit_pm, get_runtime
 from .base import Workload, get_workload
 
 

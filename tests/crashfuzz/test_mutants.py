@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from crashfuzz.mutants import kill_matrix
-from pmsim.runtimes.base import MUTANTS, get_mutant
+from pmsim.runtimes.registry import MUTANTS, get_mutant
 
 get_mutant("undo:U1")  # registers the built-in runtimes and their mutants
 NAMES = sorted(MUTANTS)

@@ -254,7 +254,7 @@ def mutant_workload(name: str) -> tuple[str, int]:
         return "alloc-x", 8
     if mut.mutation == "R5":
         return "bank", 30
-    if mut.runtime == "redo" or mut.mutation == "U5":
+    if mut.base_name == "redo" or mut.mutation == "U5":
         return "array", 8
     return "bank", 10
 

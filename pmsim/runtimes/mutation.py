@@ -1,0 +1,198 @@
+"""Mutations as data over named persist steps, and mutants built from them.
+
+A mutation acts on a runtime's named steps (:mod:`.steps`) without touching its code:
+
+* ``drop(step)``: the step's stores, flushes and fences never happen;
+* ``delay(step, after=other)``: they happen right after the next ``other`` step on the same
+  thread (``move_before(store, step)`` is ``delay(step, after=store)``; ``swap(a, b)`` runs
+  adjacent steps ``a``, ``b`` as ``b``, ``a``);
+* ``skip_check(name)``: recovery skips a named check;
+* ``patch(attr, fn)``: the escape hatch, for anything else — ``fn(original)`` returns the
+  replacement class attribute (usually a method).
+
+A :class:`Mutant` is a runtime, a list of mutations, the persistence domains where it is a
+bug, and why. A user mutant takes a few lines::
+
+    from pmsim.runtimes.mutation import Mutant, drop
+    m = Mutant("redo:no-pb4", "redo", [drop("redo.commit.pb4")], domains=("pdom0", "pdom1"))
+    report = crashfuzz.fuzz(runtime=m.build(), domain="pdom1", reduce=False)
+
+``register_mutant(m)`` adds it to the registry under its name (``pmsim run --runtime``,
+``crashfuzz mutants``), which is how the card mutants of every protocol are declared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..config import DOMAINS
+from ..errors import ConfigError, unknown
+
+if TYPE_CHECKING:
+    from .base import Runtime
+
+
+@dataclass(frozen=True)
+class Drop:
+    """Discard a step's stores, flushes and fences."""
+
+    step: str
+
+    def __str__(self) -> str:
+        return f"drop({self.step})"
+
+
+@dataclass(frozen=True)
+class Delay:
+    """Issue a step's stores, flushes and fences right after the next ``after`` step."""
+
+    step: str
+    after: str
+
+    def __str__(self) -> str:
+        return f"delay({self.step}, after={self.after})"
+
+
+@dataclass(frozen=True)
+class SkipCheck:
+    """Recovery skips a named check."""
+
+    check: str
+
+    def __str__(self) -> str:
+        return f"skip_check({self.check})"
+
+
+@dataclass(frozen=True)
+class Patch:
+    """Escape hatch: class attribute ``attr`` becomes ``fn(original attribute)``."""
+
+    attr: str
+    fn: Callable[[Any], Any] = field(compare=False)
+    label: str = ""
+
+    def __str__(self) -> str:
+        return f"patch({self.attr}{': ' + self.label if self.label else ''})"
+
+
+Mutation = Drop | Delay | SkipCheck | Patch
+
+
+def drop(step: str) -> Drop:
+    return Drop(step)
+
+
+def delay(step: str, after: str) -> Delay:
+    return Delay(step, after)
+
+
+def move_before(store: str, step: str) -> Delay:
+    """Issue ``store`` before ``step`` (which ran first): ``step`` waits for ``store``."""
+    return Delay(step, store)
+
+
+def swap(first: str, second: str) -> Delay:
+    """Run two adjacent steps in the other order."""
+    return Delay(first, second)
+
+
+def skip_check(name: str) -> SkipCheck:
+    return SkipCheck(name)
+
+
+def patch(attr: str, fn: Callable[[Any], Any], label: str = "") -> Patch:
+    return Patch(attr, fn, label)
+
+
+def validate(base: type[Runtime], mutations: Iterable[Mutation]) -> None:
+    """Raise ConfigError for a mutation naming a step, check or attribute ``base`` lacks."""
+    steps = {s.name for s in base.persist_steps()}
+    checks = {c.name for c in base.recovery_checks()}
+    for m in mutations:
+        if isinstance(m, Drop):
+            names = [m.step]
+        elif isinstance(m, Delay):
+            names = [m.step, m.after]
+        elif isinstance(m, SkipCheck):
+            if m.check not in checks:
+                raise unknown(f"recovery check of {base.__name__}", m.check, checks)
+            continue
+        elif isinstance(m, Patch):
+            if not hasattr(base, m.attr):
+                raise ConfigError(f"patch({m.attr!r}): {base.__name__} has no attribute "
+                                  f"{m.attr!r} to patch")
+            continue
+        else:
+            raise ConfigError(f"{m!r} is not a mutation; build one with drop(), delay(), "
+                              "move_before(), swap(), skip_check() or patch()")
+        for n in names:
+            if n not in steps:
+                raise unknown(f"persist step of {base.__name__}", n, steps)
+
+
+def mutate(base: type[Runtime], mutations: Sequence[Mutation], name: str) -> type[Runtime]:
+    """A subclass of ``base`` named ``name`` with ``mutations`` applied."""
+    validate(base, mutations)
+    attrs: dict[str, Any] = {"name": name,
+                             "mutations": tuple(base.mutations) + tuple(mutations)}
+    for m in mutations:
+        if isinstance(m, Patch):
+            attrs[m.attr] = m.fn(attrs.get(m.attr, getattr(base, m.attr)))
+    cls_name = base.__name__ + "_" + "".join(ch if ch.isalnum() else "_" for ch in name)
+    return type(cls_name, (base,), attrs)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A deliberately broken runtime: a base runtime plus mutations, and where it is a bug."""
+
+    name: str
+    runtime: str | type[Runtime]
+    mutations: tuple[Mutation, ...]
+    domains: tuple[str, ...] = DOMAINS
+    """Persistence domains in which the mutation is a bug (drop-PB mutants are harmless in pdom2)."""
+    why: str = ""
+    needs: str = ""
+    """What a workload must do for the bug to show (allocate, read after write, a second crash)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mutations", tuple(self.mutations))
+        object.__setattr__(self, "domains", tuple(self.domains))
+        bad = [d for d in self.domains if d not in DOMAINS]
+        if bad:
+            raise ConfigError(f"mutant {self.name}: unknown domains {bad}; use {', '.join(DOMAINS)}")
+        if not self.mutations:
+            raise ConfigError(f"mutant {self.name} has no mutations")
+
+    @property
+    def base(self) -> type[Runtime]:
+        from .registry import get_runtime
+
+        return self.runtime if isinstance(self.runtime, type) else get_runtime(self.runtime)
+
+    @property
+    def base_name(self) -> str:
+        return self.runtime if isinstance(self.runtime, str) else self.runtime.name
+
+    @property
+    def mutation(self) -> str:
+        """The short id after the colon (``R2`` of ``redo:R2``)."""
+        return self.name.rpartition(":")[2]
+
+    @property
+    def description(self) -> str:
+        return self.why
+
+    def build(self) -> type[Runtime]:
+        """The mutated runtime class."""
+        return mutate(self.base, self.mutations, self.name)
+
+    def describe(self) -> str:
+        return f"{self.name}: {', '.join(str(m) for m in self.mutations)}" + (
+            f" — {self.why}" if self.why else "")
+
+
+__all__ = ["Delay", "Drop", "Mutant", "Mutation", "Patch", "SkipCheck", "delay", "drop",
+           "move_before", "mutate", "patch", "skip_check", "swap", "validate"]

@@ -1,0 +1,272 @@
+"""Named persist steps: how a runtime issues its persistence protocol.
+
+Every flush group, fence, persist barrier and ordering-relevant store a runtime issues goes
+through one of these calls, with a stable name declared in the runtime's ``STEPS`` table::
+
+    self.pb(cpu, "redo.commit.pb2")
+    self.st(cpu, "redo.commit.store-idle", hdr + 8 * H_STATE, IDLE)
+    self.flush(cpu, "redo.append.flush", lines)
+    with self.step(cpu, "cow.commit.swap") as c:   # a group: c has the Cpu's instructions
+        c.store(obj + W_OLD, p); c.clwb(obj)
+
+Recovery decisions that guard against torn or stale state are named too::
+
+    if self.check("undo.recover.checksum") and stored != checksum(words): ...
+
+Without a hook these are the plain instructions (one extra Python call). A :class:`StepHook`
+sees every step: it can log where in the trace each step began (failure reports name the step
+a crash point falls in) and it applies a mutant's data mutations (:mod:`.mutation`): drop a
+step's stores, flushes and fences, hold them back until another step has run, or skip a
+recovery check. Loads inside a dropped or held step still execute where they are: a mutation
+moves what a step makes visible or persistent, never what the runtime reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from .mutation import Mutation
+
+KINDS = ("pb", "fence", "flush", "store", "group")
+"""What a step issues: a persist barrier, a fence, a flush group, one store, or a group."""
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """One declared persist step (or recovery check) of a runtime."""
+
+    name: str
+    kind: str
+    help: str
+
+
+class _Recorder:
+    """Stands in for a Cpu inside a dropped or held step: loads run, the rest is recorded."""
+
+    def __init__(self, cpu: Any) -> None:
+        self.cpu = cpu
+        self.tid = cpu.tid
+        self.ops: list[tuple[str, tuple[Any, ...]]] = []
+        self.load = cpu.load
+        self.mark = cpu.mark
+        self.work = cpu.work
+
+    def _rec(self, op: str, *args: Any) -> None:
+        self.ops.append((op, args))
+
+    def store(self, addr: int, value: int) -> None:
+        self._rec("store", addr, value)
+
+    def ntstore(self, addr: int, value: int) -> None:
+        self._rec("ntstore", addr, value)
+
+    def clwb(self, line: int) -> None:
+        self._rec("clwb", line)
+
+    def clflushopt(self, line: int) -> None:
+        self._rec("clflushopt", line)
+
+    def clflush(self, line: int) -> None:
+        self._rec("clflush", line)
+
+    def sfence(self) -> None:
+        self._rec("sfence")
+
+    def mfence(self) -> None:
+        self._rec("mfence")
+
+    def persist_barrier(self) -> None:
+        self._rec("persist_barrier")
+
+    def cas(self, addr: int, expected: int, new: int) -> int:
+        self._rec("cas", addr, expected, new)
+        return expected
+
+    def xchg(self, addr: int, value: int) -> int:
+        old = self.cpu.load(addr)
+        self._rec("xchg", addr, value)
+        return old
+
+
+def replay(cpu: Any, ops: Sequence[tuple[str, tuple[Any, ...]]]) -> None:
+    """Issue recorded instructions on ``cpu`` in order."""
+    for op, args in ops:
+        getattr(cpu, op)(*args)
+
+
+class StepHook:
+    """Sees every named step of one runtime instance: logs it and applies step mutations.
+
+    ``log`` (when not None) receives ``(trace index, thread, step name)`` as each step begins.
+    ``drop`` names steps whose stores, flushes and fences are discarded; ``delay`` maps a step
+    to the step after whose next occurrence (on the same thread) its instructions are issued
+    instead; held instructions still pending when the runtime ends a transaction or a recovery
+    are issued then. ``skip`` names recovery checks that are skipped.
+    """
+
+    def __init__(self, mutations: Iterable[Mutation] = (), log: list[tuple[int, int, str]] | None = None,
+                 trace_len: Any = None) -> None:
+        from .mutation import Delay, Drop, SkipCheck
+
+        self.drop: set[str] = set()
+        self.delay: dict[str, str] = {}
+        self.skip: set[str] = set()
+        for m in mutations:
+            if isinstance(m, Drop):
+                self.drop.add(m.step)
+            elif isinstance(m, Delay):
+                self.delay[m.step] = m.after
+            elif isinstance(m, SkipCheck):
+                self.skip.add(m.check)
+        self.log = log
+        self.trace_len = trace_len
+        self.held: dict[tuple[int, str], list[tuple[Any, list[tuple[str, tuple[Any, ...]]]]]] = {}
+
+    @property
+    def mutates(self) -> bool:
+        return bool(self.drop or self.delay)
+
+    def _begin(self, cpu: Any, name: str) -> None:
+        if self.log is not None:
+            self.log.append((self.trace_len() if self.trace_len else -1, cpu.tid, name))
+
+    def _end(self, cpu: Any, name: str, rec: _Recorder | None) -> None:
+        if rec is not None and name in self.delay:
+            self.held.setdefault((cpu.tid, self.delay[name]), []).append((cpu, rec.ops))
+        pending = self.held.pop((cpu.tid, name), None) if self.held else None
+        if pending:
+            for c, ops in pending:
+                replay(c, ops)
+
+    @contextmanager
+    def step(self, cpu: Any, name: str) -> Iterator[Any]:
+        self._begin(cpu, name)
+        rec = _Recorder(cpu) if (name in self.drop or name in self.delay) else None
+        yield rec if rec is not None else cpu
+        self._end(cpu, name, rec)
+
+    def op(self, cpu: Any, name: str, op: str, *args: Any) -> None:
+        """A one-instruction step."""
+        self._begin(cpu, name)
+        if name in self.drop or name in self.delay:
+            rec = _Recorder(cpu)
+            getattr(rec, op)(*args)
+        else:
+            rec = None
+            getattr(cpu, op)(*args)
+        self._end(cpu, name, rec)
+
+    def release(self, tid: int) -> None:
+        """Issue every instruction still held for thread ``tid`` (end of a transaction)."""
+        for key in [k for k in self.held if k[0] == tid]:
+            for c, ops in self.held.pop(key):
+                replay(c, ops)
+
+
+class PersistSteps:
+    """The step API of a runtime (mixed into :class:`~.base.Runtime`)."""
+
+    STEPS: ClassVar[dict[str, tuple[str, str]]] = {}
+    """name -> (kind, help) of the steps this class issues (merged along the class hierarchy)."""
+    CHECKS: ClassVar[dict[str, str]] = {}
+    """name -> help of the recovery checks this class makes."""
+    OMIT_STEPS: ClassVar[frozenset[str]] = frozenset()
+    """Inherited steps this class never issues (a variant that leaves a step out)."""
+
+    hook: StepHook | None = None
+
+    @classmethod
+    def persist_steps(cls) -> list[StepInfo]:
+        """Every named persist step this runtime may issue, in protocol order."""
+        out: dict[str, StepInfo] = {}
+        for k in reversed(cls.__mro__):
+            for name, (kind, help) in vars(k).get("STEPS", {}).items():
+                if kind not in KINDS:
+                    raise ConfigError(f"step {name!r} of {k.__name__} has kind {kind!r}; use one "
+                                      f"of {', '.join(KINDS)}")
+                out[name] = StepInfo(name, kind, help)
+        return [s for s in out.values() if s.name not in cls.OMIT_STEPS]
+
+    @classmethod
+    def recovery_checks(cls) -> list[StepInfo]:
+        """Every named recovery check this runtime makes."""
+        out: dict[str, StepInfo] = {}
+        for k in reversed(cls.__mro__):
+            for name, help in vars(k).get("CHECKS", {}).items():
+                out[name] = StepInfo(name, "check", help)
+        return list(out.values())
+
+    # -- issuing steps ---------------------------------------------------------------------------
+    def pb(self, cpu: Any, name: str) -> None:
+        """A persist barrier."""
+        if self.hook is None:
+            cpu.persist_barrier()
+        else:
+            self.hook.op(cpu, name, "persist_barrier")
+
+    def fence(self, cpu: Any, name: str) -> None:
+        """An sfence."""
+        if self.hook is None:
+            cpu.sfence()
+        else:
+            self.hook.op(cpu, name, "sfence")
+
+    def st(self, cpu: Any, name: str, addr: int, value: int) -> None:
+        """One ordering-relevant store."""
+        if self.hook is None:
+            cpu.store(addr, value)
+        else:
+            self.hook.op(cpu, name, "store", addr, value)
+
+    def flush(self, cpu: Any, name: str, lines: Iterable[int]) -> None:
+        """clwb of every line in ``lines`` (one step)."""
+        if self.hook is None:
+            fl = cpu.clwb
+            for line in lines:
+                fl(line)
+            return
+        with self.hook.step(cpu, name) as c:
+            for line in lines:
+                c.clwb(line)
+
+    def step(self, cpu: Any, name: str) -> Any:
+        """A group of instructions as one step: ``with self.step(cpu, name) as c: c.store(...)``."""
+        if self.hook is None:
+            return nullcontext(cpu)
+        return self.hook.step(cpu, name)
+
+    def check(self, name: str) -> bool:
+        """Whether recovery makes the named check (False when a mutation skips it)."""
+        return self.hook is None or name not in self.hook.skip
+
+    def end_steps(self, tid: int) -> None:
+        """Issue what a delay still holds for ``tid`` (called when a transaction ends)."""
+        if self.hook is not None and self.hook.held:
+            self.hook.release(tid)
+
+    def log_steps(self, log: list[tuple[int, int, str]]) -> None:
+        """Record ``(trace index, thread, step)`` of every step from now on into ``log``."""
+        hook = self.hook or StepHook(getattr(self, "mutations", ()))
+        hook.log = log
+        hook.trace_len = self.m.engine.trace_len  # type: ignore[attr-defined]
+        self.hook = hook
+
+
+def step_at(log: Sequence[tuple[int, int, str]], index: int, tid: int | None = None) -> str | None:
+    """The step a trace event belongs to: the last one begun at or before ``index`` (on ``tid``)."""
+    best = None
+    for i, t, name in log:
+        if i > index:
+            break
+        if tid is None or t == tid:
+            best = name
+    return best
+
+
+__all__ = ["KINDS", "PersistSteps", "StepHook", "StepInfo", "replay", "step_at"]
