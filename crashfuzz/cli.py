@@ -131,6 +131,32 @@ def _cmd_litmus(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _cmd_ablate(args: argparse.Namespace) -> int:
+    from pmsim.stats import format_table
+
+    from .ablation import ablate, cells_to_rows, format_ablation
+    from .campaign import FuzzConfig
+
+    base = FuzzConfig(runtime=args.runtime, txs=args.txs, seed=args.seed, idempotence=2,
+                      reduce=False, budget=args.budget, new_tx=3, new_tx_every_image=True,
+                      depth=args.depth)
+
+    def show(cell: Any) -> None:
+        line = f"{cell.mutation[:60]:60s} {cell.domain}: {cell.verdict:14s}"
+        if sys.stderr.isatty():
+            sys.stderr.write("\r" + line)
+        else:
+            sys.stderr.write(f"{line} {cell.seconds:.1f} s\n")
+        sys.stderr.flush()
+
+    cells = ablate(args.runtime, args.domain or ("pdom0", "pdom1", "pdom2"), args.step or None,
+                   not args.no_swaps, base, show)
+    if sys.stderr.isatty():
+        sys.stderr.write("\n")
+    print(format_ablation(cells) if args.markdown else format_table(cells_to_rows(cells)))
+    return 0
+
+
 def _cmd_replay(args: argparse.Namespace) -> int:
     from .report import replay
 
@@ -173,6 +199,18 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--txs", type=int, default=8)
     m.add_argument("--seed", type=int, default=0)
     m.set_defaults(fn=_cmd_mutants)
+    ab = sub.add_parser("ablate", help="drop each named persist step (and swap adjacent ones), "
+                        "fuzz each: which steps does the protocol need in which domain")
+    ab.add_argument("--runtime", default="undo", help="a registered runtime (undo, redo, cow, ...)")
+    ab.add_argument("--domain", action="append", choices=["pdom0", "pdom1", "pdom2"])
+    ab.add_argument("--step", action="append", help="only these steps, no swaps (repeatable)")
+    ab.add_argument("--no-swaps", action="store_true", help="only drop steps")
+    ab.add_argument("--txs", type=int, default=8)
+    ab.add_argument("--budget", type=int, default=4096)
+    ab.add_argument("--depth", type=int, default=2)
+    ab.add_argument("--seed", type=int, default=0)
+    ab.add_argument("--markdown", action="store_true", help="print the Markdown matrix with notes")
+    ab.set_defaults(fn=_cmd_ablate)
     lt = sub.add_parser("litmus", help="run persistency litmus tests (default: the built-in suite)")
     lt.add_argument("files", nargs="*", help=".litmus files")
     lt.set_defaults(fn=_cmd_litmus)

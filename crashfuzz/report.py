@@ -16,6 +16,7 @@ import numpy as np
 from pmsim.errors import ConfigError
 
 from .campaign import Campaign, Failure, FuzzConfig, Report
+from .model import image_hash
 
 DEFAULT_DIR = ".crashfuzz/findings"
 
@@ -23,8 +24,9 @@ DEFAULT_DIR = ".crashfuzz/findings"
 def format_failure(f: Failure, cfg: FuzzConfig, path: str | None = None) -> str:
     lines = [
         f"FAILURE [{f.kind}] {f.message}",
+        *([f"  depth {f.depth}: {f.origin}; then crashed that run"] if f.depth > 1 else []),
         f"  crash point: after event {f.point - 1} (points ({f.since}, {f.point}], {f.reason}), "
-        f"t = {f.time_ns:.1f} ns",
+        f"t = {f.time_ns:.1f} ns" + (f", in persist step {f.step}" if f.step else ""),
         f"  last event before the crash: {f.event}",
         "  persisted:",
         *(f"    {p}" for p in f.persisted[:24]),
@@ -63,12 +65,14 @@ def save_findings(report: Report, directory: str | Path = DEFAULT_DIR) -> list[s
     d.mkdir(parents=True, exist_ok=True)
     paths = []
     for f in report.failures:
-        stem = f"{report.runtime.replace(':', '_')}-{f.image_hash[0]:016x}-{f.point}"
+        stem = (f"{report.runtime.replace(':', '_')}-{f.image_hash[0]:016x}-{f.point}"
+                + (f"-d{f.depth}" if f.depth > 1 else ""))
         np.save(d / f"{stem}.npy", f.image)
         doc = {"config": report.config.to_dict(), "runtime": report.runtime, "kind": f.kind,
                "point": f.point, "since": f.since, "reason": f.reason, "event": f.event,
                "message": f.message, "recovered": f.recovered, "expected": f.expected,
-               "persisted": f.persisted, "image": f"{stem}.npy"}
+               "persisted": f.persisted, "image": f"{stem}.npy", "depth": f.depth,
+               "origin": f.origin, "lineage": list(f.lineage), "step": f.step}
         (d / f"{stem}.json").write_text(json.dumps(doc, indent=2))
         paths.append(str(d / f"{stem}.json"))
     return paths
@@ -94,12 +98,17 @@ def replay(path: str | Path, runtime: Any = None, workload: Any = None,
     if img.shape != camp.trace.base.shape:
         raise ConfigError(f"{path}: image has {img.size} bytes but this build's PM layout has "
                           f"{camp.trace.base.size}; the finding is from another version")
-    point = camp.model.point(int(doc["point"]), int(doc["since"]))
     rep = Report(cfg, camp.rt_name, camp.session.workload.name)
     h = (0, 0)
-    failure = camp._check_image(point, h, img, rep)
-    if failure is None and cfg.idempotence:
-        failure = camp._check_idempotence(point, h, img, np.random.default_rng(cfg.seed), rep)
+    if int(doc.get("depth", 1)) > 1:
+        stage = camp.stage_for([int(k) for k in doc.get("lineage", [])])
+        point = stage.model.point(int(doc["point"]), int(doc["since"]))
+        failure = camp.check_deep_image(stage, point, image_hash(img), img, rep)
+    else:
+        point = camp.model.point(int(doc["point"]), int(doc["since"]))
+        failure = camp._check_image(point, h, img, rep)
+        if failure is None and cfg.idempotence:
+            failure = camp._check_idempotence(point, h, img, np.random.default_rng(cfg.seed), rep)
     if verbose:
         print(format_failure(failure, cfg, str(path)) if failure else
               f"{path}: recovery now passes (the finding no longer reproduces)")

@@ -1,0 +1,186 @@
+"""Automatic ablation: which named persist steps does a protocol need, in which domain.
+
+``ablate("undo")`` drops each named persist step of the runtime in turn, and swaps each pair
+of adjacent steps seen in a crash-free run (``swap(a, b)``: ``a``'s stores, flushes and fences
+are issued right after ``b``), and fuzzes every such mutant in every persistence domain on a
+list of workloads until one kills it. Each (mutation, domain) cell is
+
+* ``needed``: killed; the row keeps the workload and the first failing crash point;
+* ``redundant``: survived campaigns that were exhaustive at every crash point, at every depth,
+  on every workload tried — within those workloads, the step is not needed in that domain;
+* ``undetermined``: survived, but some crash point was sampled;
+* ``not exercised``: no crash-free run of the workloads tried issues the step (recovery steps
+  are always tried: every campaign runs recovery).
+
+A redundant cell is either harmless in that domain (under PDOM-2 every visible store is
+persistent, in order, so flushes and barriers order nothing) or a coverage gap of the workloads;
+:func:`explain` says which it can tell, and docs/ablation-*.md carries the rest.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pmsim.runtimes.mutation import Drop, Mutation, mutate, swap
+from pmsim.runtimes.registry import get_runtime
+
+from .campaign import Campaign, FuzzConfig, fuzz
+from .mutants import DOMAINS, WORKLOAD_TRIALS, trials
+
+VERDICTS = ("needed", "redundant", "undetermined", "not exercised")
+
+
+@dataclass
+class AblationCell:
+    """One mutation of one runtime in one domain."""
+
+    runtime: str
+    mutation: str  # "drop(step)" or "swap(a, b)"
+    step: str
+    kind: str  # the step's kind, or "swap"
+    domain: str
+    verdict: str
+    workload: str
+    first_point: int | None
+    failure: str
+    states: int
+    seconds: float
+
+    @property
+    def note(self) -> str:
+        return explain(self)
+
+
+def explain(cell: AblationCell) -> str:
+    """The reason a cell is what it is, where a general rule gives one."""
+    if cell.verdict == "needed":
+        return cell.failure
+    if cell.verdict == "not exercised":
+        return "no workload tried issues this step"
+    if cell.domain == "pdom2" and cell.kind in ("pb", "flush", "fence"):
+        return ("harmless in PDOM-2: every visible store is persistent, in program order, so "
+                "flushes and barriers order nothing")
+    return ""
+
+
+def steps_seen(runtime: str | type, cfg: FuzzConfig) -> tuple[set[str], list[tuple[str, str]]]:
+    """Steps the crash-free runs of the trial workloads issue, and adjacent pairs (in order)."""
+    seen: set[str] = set()
+    pairs: dict[tuple[str, str], None] = {}
+    for c in trials(replace(cfg, runtime=runtime if isinstance(runtime, str) else cfg.runtime)):
+        camp = Campaign(replace(c, depth=1), runtime if isinstance(runtime, type) else None)
+        last: dict[int, str] = {}
+        for _, tid, name in camp.step_log:
+            seen.add(name)
+            prev = last.get(tid)
+            if prev is not None and prev != name:
+                pairs[(prev, name)] = None
+            last[tid] = name
+    return seen, list(pairs)
+
+
+def _fuzz_until_killed(cls: type, domain: str, base: FuzzConfig) -> tuple[str, str, int | None, str,
+                                                                          int]:
+    """(verdict, workload, first point, failure, states) over the trial workloads."""
+    states = 0
+    exhaustive = True
+    last = "-"
+    for cfg in trials(replace(base, domain=domain, stop_at_first=True)):
+        rep = fuzz(cfg, runtime=cls)
+        states += rep.states_checked + rep.deep_states
+        last = cfg.workload
+        if not rep.ok:
+            f = rep.failures[0]
+            return "needed", cfg.workload, rep.first_failure_point, f.summary(), states
+        exhaustive = exhaustive and rep.exhaustive and not rep.deep_points_sampled
+    return ("redundant" if exhaustive else "undetermined"), last, None, "", states
+
+
+def ablate(runtime: str, domains: Sequence[str] = DOMAINS, steps: Iterable[str] | None = None,
+           swaps: bool = True, base: FuzzConfig | None = None,
+           progress: Callable[[AblationCell], None] | None = None) -> list[AblationCell]:
+    """The necessity matrix of ``runtime``: one cell per (mutation, domain)."""
+    base = base or FuzzConfig(runtime=runtime, txs=8, idempotence=2, reduce=False, budget=4096,
+                              new_tx=3, new_tx_every_image=True)
+    base = replace(base, runtime=runtime)
+    cls = get_runtime(runtime)
+    kinds = {s.name: s.kind for s in cls.persist_steps()}
+    seen, pairs = steps_seen(runtime, base)
+    wanted = list(kinds) if steps is None else list(steps)
+    for s in wanted:
+        if s not in kinds:
+            from pmsim.errors import unknown
+
+            raise unknown(f"persist step of {runtime}", s, kinds)
+    muts: list[tuple[Mutation, str, str]] = [(Drop(s), s, kinds[s]) for s in wanted]
+    if swaps and steps is None:
+        muts += [(swap(a, b), f"{a} <-> {b}", "swap") for a, b in pairs]
+    cells = []
+    for m, step, kind in muts:
+        label = str(m) if isinstance(m, Drop) else f"swap({step})"
+        for d in domains:
+            t0 = time.perf_counter()
+            if isinstance(m, Drop) and step not in seen and "recover" not in step:
+                cell = AblationCell(runtime, label, step, kind, d, "not exercised", "-", None, "",
+                                    0, 0.0)
+            else:
+                mcls = mutate(cls, [m], f"{runtime}~{label}")
+                verdict, wl, point, failure, states = _fuzz_until_killed(mcls, d, base)
+                cell = AblationCell(runtime, label, step, kind, d, verdict, wl, point, failure,
+                                    states, time.perf_counter() - t0)
+            cells.append(cell)
+            if progress:
+                progress(cell)
+    return cells
+
+
+def format_ablation(cells: Sequence[AblationCell], notes: dict[tuple[str, str], str] | None = None
+                    ) -> str:
+    """A Markdown necessity matrix (mutation x domain) and the notes on non-needed cells."""
+    notes = notes or {}
+    domains = list(dict.fromkeys(c.domain for c in cells))
+    rows: dict[str, dict[str, AblationCell]] = {}
+    for c in cells:
+        rows.setdefault(c.mutation, {})[c.domain] = c
+    short = {"needed": "needed", "redundant": "redundant", "undetermined": "undetermined",
+             "not exercised": "not exercised"}
+    out = ["| mutation | " + " | ".join(domains) + " |",
+           "|---|" + "---|" * len(domains)]
+    for label, by_d in rows.items():
+        cells_txt = []
+        for d in domains:
+            c = by_d.get(d)
+            if c is None:
+                cells_txt.append("")
+                continue
+            txt = short[c.verdict]
+            if c.verdict == "needed":
+                txt += f" ({c.workload}, point {c.first_point})"
+            cells_txt.append(txt)
+        out.append(f"| `{label}` | " + " | ".join(cells_txt) + " |")
+    out.append("")
+    expl = []
+    for c in cells:
+        if c.verdict == "needed":
+            continue
+        why = notes.get((c.mutation, c.domain)) or notes.get((c.mutation, "*")) or explain(c)
+        expl.append(f"- `{c.mutation}` in {c.domain}: {c.verdict}" + (f" — {why}" if why else
+                                                                     " — UNEXPLAINED"))
+    if expl:
+        out.append("Cells that are not `needed`:")
+        out.append("")
+        out.extend(expl)
+    return "\n".join(out)
+
+
+def cells_to_rows(cells: Sequence[AblationCell]) -> list[dict[str, Any]]:
+    return [{"runtime": c.runtime, "mutation": c.mutation, "domain": c.domain,
+             "verdict": c.verdict, "workload": c.workload, "first point": c.first_point,
+             "states": c.states, "s": round(c.seconds, 2)} for c in cells]
+
+
+__all__ = ["AblationCell", "VERDICTS", "WORKLOAD_TRIALS", "ablate", "cells_to_rows", "explain",
+           "format_ablation", "steps_seen"]

@@ -1,0 +1,47 @@
+"""Automatic ablation: every step a spec card marks necessary is found necessary."""
+
+from __future__ import annotations
+
+import pytest
+
+from crashfuzz.ablation import AblationCell, ablate, explain, format_ablation, steps_seen
+from crashfuzz.campaign import FuzzConfig
+from pmsim.errors import UnknownNameError
+
+CARD_NECESSARY = {
+    "undo": ["undo.append.pb", "undo.commit.pb1", "undo.commit.pb2", "undo.commit.pb3"],
+    "redo": ["redo.commit.pb1", "redo.commit.pb2", "redo.commit.pb3", "redo.commit.pb4"],
+    "cow": ["cow.commit.pb1", "cow.commit.pb2", "cow.commit.pb3"],
+}
+"""The persist barriers whose removal the Marathe card's mutation table (U1, U5-U7, R1-R4,
+C1-C3) shows to be a bug under PDOM-0/1."""
+
+
+@pytest.mark.parametrize("runtime", sorted(CARD_NECESSARY))
+def test_every_step_the_card_marks_necessary_is_found_necessary(runtime: str) -> None:
+    cells = ablate(runtime, ("pdom1",), CARD_NECESSARY[runtime])
+    assert [c.verdict for c in cells] == ["needed"] * len(cells), [
+        (c.step, c.verdict) for c in cells]
+    assert all(c.first_point is not None and c.failure for c in cells)
+
+
+def test_a_barrier_is_redundant_in_pdom2_and_says_why() -> None:
+    cells = ablate("redo", ("pdom2",), ["redo.commit.pb3"],
+                   base=FuzzConfig(txs=4, idempotence=1, reduce=False, budget=4096, new_tx=1))
+    assert cells[0].verdict == "redundant"
+    assert "PDOM-2" in explain(cells[0])
+    md = format_ablation(cells)
+    assert "`drop(redo.commit.pb3)`" in md and "harmless in PDOM-2" in md
+
+
+def test_steps_seen_and_adjacent_pairs() -> None:
+    seen, pairs = steps_seen("redo", FuzzConfig(txs=3, depth=1))
+    assert {"redo.commit.pb1", "redo.append.record"} <= seen
+    assert ("redo.commit.pb1", "redo.commit.store-committed") in pairs
+
+
+def test_unknown_step_and_unexplained_cells_are_said() -> None:
+    with pytest.raises(UnknownNameError, match="redo.commit.pb2"):
+        ablate("redo", ("pdom1",), ["redo.commit.pb22"])
+    cell = AblationCell("redo", "drop(x)", "x", "store", "pdom1", "redundant", "bank", None, "", 1, 0.0)
+    assert "UNEXPLAINED" in format_ablation([cell])
