@@ -45,12 +45,12 @@ def _check(ret: int, what: str) -> None:
 def sweep_c(ix: TraceIndex, domain: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """C version of :func:`crashfuzz.model.sweep_python`."""
     ffi, lib = _lib()
-    cap = sweep_capacity(ix)
+    cap = sweep_capacity(ix, domain)
     out = [np.zeros(cap, np.int64) for _ in range(3)]
     table = np.ascontiguousarray(ix.line_table, np.int64)
     ret = lib.crash_sweep(
         _ptr(ffi, "uint8_t *", ix.kind), _ptr(ffi, "uint16_t *", ix.tid),
-        _ptr(ffi, "int64_t *", ix.chain), _ptr(ffi, "int64_t *", ix.frow),
+        _ptr(ffi, "uint8_t *", ix.drained), _ptr(ffi, "int64_t *", ix.chain), _ptr(ffi, "int64_t *", ix.frow),
         _ptr(ffi, "int64_t *", table), len(table), ix.n, ix.nchains, ix.nthreads,
         DOMAIN_CODE[domain], *(_wptr(ffi, "int64_t *", o) for o in out), cap)
     _check(ret, "crash_sweep")

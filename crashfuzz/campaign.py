@@ -32,11 +32,14 @@ from pmsim.config import CacheConfig, CacheLevel, MachineConfig, Region, param
 from pmsim.errors import ConfigError, PmsimError
 from pmsim.machine import Machine
 from pmsim.runtimes.alloc import HeapExhausted
-from pmsim.runtimes.base import Runtime, get_runtime
+from pmsim.runtimes.base import Runtime
+from pmsim.runtimes.registry import get_runtime
+from pmsim.runtimes.steps import step_at
 from pmsim.trace import Ev, Trace
 from pmsim.workloads.base import Workload, get_workload
 from pmsim.workloads.session import Session
 
+from .model import image_hash
 from .oracle import Oracle, TxHistory
 from .states import CrashModel
 
@@ -63,6 +66,12 @@ class FuzzConfig:
     new_tx: int = param(1, "tx", "new transactions run (and checked) on a recovered image; 0 = off")
     new_tx_every_image: bool = param(False, "", "run the new transactions on every distinct "
                                      "image, not once per distinct recovered data")
+    depth: int = param(2, "crashes", "crash depth: 1 crashes the run (and recovery, see "
+                       "idempotence); 2 also crashes the run that follows a recovery: recovery "
+                       "and new transactions on a recovered image, traced and crash-tested; 3 ...")
+    depth_txs: int = param(2, "tx", "new transactions run after each recovery at depth >= 2")
+    depth_runs: int = param(8, "runs", "runs after recovery crash-tested per depth level, "
+                            "started from crash points spread over the run")
     seed: int = param(0, "", "seed of the workload and of every sample")
     reduce: bool = param(True, "", "leave out stores to words the runtime declares irrelevant to "
                          "recovery (Runtime.crash_irrelevant); their images recover identically")
@@ -78,7 +87,8 @@ class FuzzConfig:
         if self.points not in POINT_KINDS:
             raise ConfigError(f"FuzzConfig.points: unknown kind {self.points!r}; use "
                               f"{', '.join(POINT_KINDS)}")
-        for name in ("threads", "txs", "budget", "samples", "sampled_points", "max_failures"):
+        for name in ("threads", "txs", "budget", "samples", "sampled_points", "max_failures",
+                     "depth", "depth_txs", "depth_runs"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise ConfigError(f"FuzzConfig.{name} must be an integer >= 1, got {v!r}")
@@ -143,9 +153,16 @@ class Failure:
     recovered: str
     persisted: list[str]  # per line: which stores persisted
     image: np.ndarray = field(repr=False)
+    depth: int = 1
+    origin: str = ""  # depth >= 2: the recovered image and run the crash point belongs to
+    step: str = ""  # the runtime's named persist step the crash point falls in
+    lineage: tuple[int, ...] = ()  # depth >= 2: see Campaign.stage_for
 
     def summary(self) -> str:
-        return f"[{self.kind}] crash point {self.point} ({self.reason}): {self.message}"
+        where = f"crash point {self.point} ({self.reason}" + (f", in {self.step}" if self.step else "")
+        if self.depth > 1:
+            where = f"depth {self.depth}: {self.origin}; {where}"
+        return f"[{self.kind}] {where}): {self.message}"
 
 
 @dataclass
@@ -170,6 +187,12 @@ class Report:
     failure_count: int = 0
     seconds: float = 0.0
     first_failure_point: int | None = None
+    deep_runs: int = 0  # runs after recovery crash-tested (depth >= 2)
+    deep_candidates: int = 0  # crash points those runs could have started from
+    deep_points: int = 0
+    deep_points_sampled: int = 0
+    deep_states: int = 0
+    deep_distinct: int = 0
 
     @property
     def ok(self) -> bool:
@@ -182,7 +205,8 @@ class Report:
     def merge(self, other: Report) -> None:
         for name in ("points", "points_exhaustive", "points_sampled", "states_total",
                      "states_checked", "distinct_images", "recoveries", "idempotence_images",
-                     "new_tx_checks", "failure_count"):
+                     "new_tx_checks", "failure_count", "deep_runs", "deep_candidates",
+                     "deep_points", "deep_points_sampled", "deep_states", "deep_distinct"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.failures.extend(other.failures)
         self.failures.sort(key=lambda f: f.point)
@@ -205,6 +229,13 @@ class Report:
             f"{self.distinct_images} distinct images, {self.recoveries} recoveries run",
             f"  idempotence: {self.idempotence_images} recoveries crash-tested; "
             f"new-transaction checks: {self.new_tx_checks}",
+            f"  depth {self.config.depth}: " + (
+                f"{self.deep_runs} runs after recovery (from {self.deep_runs} of "
+                f"{self.deep_candidates} crash points), {self.deep_points} points, "
+                f"{self.deep_states} states, {self.deep_distinct} distinct images, "
+                + ("exhaustive" if not self.deep_points_sampled
+                   else f"{self.deep_points_sampled} points sampled")
+                if self.config.depth > 1 else "off"),
             f"  {self.seconds:.2f} s, {self.states_per_second():,.0f} states/s",
         ]
         return "\n".join(lines)
@@ -226,12 +257,15 @@ class Campaign:
         pm = base.pm_region
         regions = tuple(replace(r, size=max(size, 4096)) if r is pm else r for r in base.regions)
         mcfg = base.replace(regions=regions)
+        self.mcfg = mcfg
         m = Machine(mcfg)
         rt = rt_cls(m, layout)
         self.session = Session(m, rt, wl)
         rt.format()
         wl.setup(rt)
         m.reset_trace()
+        self.step_log: list[tuple[int, int, str]] = []
+        rt.log_steps(self.step_log)
         self.session.run(cfg.txs)
         self.full_trace: Trace = m.trace()
         self.ignored = np.asarray(sorted(rt.crash_irrelevant()), np.uint64) if (
@@ -240,7 +274,10 @@ class Campaign:
         self.model = CrashModel(self.trace, cfg.order, cfg.domain)
         self.history = TxHistory.from_trace(self.trace)
         self.oracle = Oracle(self.history, wl.expected)
-        self.scratch = Machine(mcfg)
+        # recovery needs its functional result, not its timing; a recovery whose own trace is
+        # crash-tested (record=True) runs timed. Set scratch = scratch_timed to time them all.
+        self.scratch = Machine(mcfg, timed=False)
+        self.scratch_timed = Machine(mcfg)
         self.rt_name = getattr(rt_cls, "name", rt_cls.__name__) or rt_cls.__name__
         self._outcomes: dict[tuple[int, int], tuple[Hashable, list[str], str | None, bool]] = {}
         self._new_tx_done: set[Hashable] = set()
@@ -252,21 +289,28 @@ class Campaign:
             name = workload or cfg.workload
             kw = {**FUZZ_PARAMS.get(name, {}), **dict(cfg.params)}
             cls = get_workload(name)
-            return cls(threads=cfg.threads, seed=cfg.seed, txs=cfg.txs + cfg.new_tx, **kw)
+            return cls(threads=cfg.threads, seed=cfg.seed, txs=self._planned_txs(), **kw)
         kw = dict(cfg.params)
         if isinstance(workload, Workload):
             return workload
-        return workload(threads=cfg.threads, seed=cfg.seed, txs=cfg.txs + cfg.new_tx, **kw)
+        return workload(threads=cfg.threads, seed=cfg.seed, txs=self._planned_txs(), **kw)
+
+    def _planned_txs(self) -> int:
+        """Transactions per thread the layout must hold: the run, the new-transaction check and
+        the runs after recovery at every depth."""
+        cfg = self.cfg
+        return cfg.txs + max(cfg.new_tx, (cfg.depth - 1) * cfg.depth_txs)
 
     # -- recovery -----------------------------------------------------------------------------
     def recover(self, image: np.ndarray, record: bool = False) -> tuple[Runtime | None, Hashable,
                                                                          list[str], Trace | None]:
         """Power-cycle the scratch machine, load ``image``, recover; (runtime, data, errors,
-        recovery trace when ``record``). A recovery that raises is reported as an error."""
-        m = self.scratch
-        m.engine.reset_volatile()
-        m.env = type(m.env)()
-        m.load_pm_image(image)
+        recovery trace when ``record``). A recovery that raises is reported as an error.
+
+        Runs on the functional machine (same memory, values and trace stores as the timed
+        one), or on the timed one when ``record`` asks for recovery's own trace."""
+        m = self.scratch_timed if record else self.scratch
+        m.power_cycle(image)
         if record:
             m.reset_trace()
         wl = self.session.workload
@@ -322,11 +366,7 @@ class Campaign:
         return f"after a new transaction and a clean restart: {'; '.join(errs)}" if errs else None
 
     def _order_for(self, key: tuple[int, ...]) -> list[int]:
-        h = self.history
-        chosen: set[int] = set()
-        for t, n in zip(sorted(h.by_thread), key, strict=True):
-            chosen.update(h.by_thread[t][:n])
-        return [x for x in h.commit_order if x in chosen]
+        return _prefix_order(self.history, key)
 
     # -- one crash point ----------------------------------------------------------------------
     def check_point(self, point: Any, rng: np.random.Generator, report: Report) -> None:
@@ -368,7 +408,8 @@ class Campaign:
             report.distinct_images += 1
             report.recoveries += 1
             rt, data, errors, _ = self.recover(img)
-            wrote = rt is not None and bool(self.scratch.stats()["stores"].sum())
+            data = self.oracle.canonical(k, data)  # one shared object per correct outcome
+            wrote = rt is not None and bool(rt.m.count("stores"))
             newtx = None
             key = h if self.cfg.new_tx_every_image else data
             if rt is not None and not errors and self.cfg.new_tx and key not in self._new_tx_done:
@@ -425,28 +466,201 @@ class Campaign:
                     return self._failure("idempotence", point, h2, img2, msg, cands, data2)
         return None
 
+    # -- crash depth: crash the run that follows a recovery ----------------------------------------
+    def crash_deeper(self, points: Sequence[Any], rng: np.random.Generator, report: Report) -> None:
+        """Depth >= 2: from crash points spread over the run, take the image in which every
+        store so far persisted, run recovery and ``depth_txs`` new transactions on it with
+        tracing on, and crash-test that run like the first one: its reduced points, every image
+        (up to the budget), recovery and the oracle, whose acceptable outcomes are the
+        recovered outcome followed by prefixes of the new transactions. Recursively up to
+        ``depth``. Runs whose recovered image was already explored are skipped."""
+        root = _Stage(1, self.trace, self.model, self.oracle, self.history,
+                      self.session.runtime, self.session.workload, [], "", ())
+        self._deep_seen: set[tuple[int, int]] = set()
+        self._deep_outcomes: dict[tuple[int, int], tuple[Hashable, list[str]]] = {}
+        self._expand(root, points, rng, report)
+
+    def _expand(self, stage: _Stage, points: Sequence[Any], rng: np.random.Generator,
+                report: Report) -> None:
+        cfg = self.cfg
+        if stage.depth >= cfg.depth:
+            return
+        report.deep_candidates += len(points)
+        runs = 0
+        for p in _spread(points):
+            if runs >= cfg.depth_runs or (cfg.stop_at_first and report.failure_count):
+                break
+            ix = stage.model.index
+            child = self._run_after_recovery(stage, p, ix.image_at(ix.hi_at(p.index)), report)
+            if child is None:
+                continue
+            runs += 1
+            report.deep_runs += 1
+            child_points = child.model.points("reduced")
+            for cp in child_points:
+                self._check_deep_point(child, cp, rng, report)
+                if cfg.stop_at_first and report.failure_count:
+                    return
+            self._expand(child, child_points, rng, report)
+
+    def _run_after_recovery(self, stage: _Stage, point: Any, img: np.ndarray,
+                            report: Report) -> _Stage | None:
+        """The traced run of recovery plus new transactions on ``img``, as a stage; None when
+        the image does not recover to a correct outcome or its recovered image was seen."""
+        data, errors = self._deep_outcome(image_hash(img), img, report)
+        ok, cands = stage.oracle.check(point.index, data)
+        match = next((key for key, exp in cands if exp == data), None)
+        if not ok or errors or match is None:
+            return None
+        m = self._deep_machine()
+        m.engine.reset_volatile()
+        m.env = type(m.env)()
+        m.load_pm_image(img)
+        m.reset_trace()
+        rt = stage.runtime.reattach(m)
+        rt.recover(m.cpu(0))
+        h = image_hash(m.pm_image())
+        if h in self._deep_seen:
+            return None
+        self._deep_seen.add(h)
+        wl = stage.workload
+        trial = copy.copy(wl)
+        trial.executed = dict(wl.executed)
+        trial._rngs = {}
+        trial.seed = wl.seed + 7919 * stage.depth + point.index
+        trial.locks = [m.lock() for _ in range(wl.nlocks())]
+        for _ in range(self.cfg.depth_txs):
+            op = trial.next_op(0, trial.rng(0))
+            proc = m.spawn(lambda cpu, op=op: trial.transaction(cpu, rt, op), 0)
+            try:
+                m.run()
+            except HeapExhausted:
+                break  # the layout was planned for fewer transactions: run what fits
+            if not proc.ok:
+                break
+        trace = drop_stores(m.trace(), self.ignored)
+        history = TxHistory.from_trace(trace)
+        order = stage.order + _prefix_order(stage.history, match)
+
+        def expected(txids: Sequence[int], order: list[int] = order) -> Hashable:
+            return trial.expected(order + list(txids))
+
+        where = f"every store before crash point {point.index} persisted"
+        origin = (f"{stage.origin}, then " if stage.origin else "") + (
+            f"recovered the image with {where}, ran {len(history.commit_order)} new transactions")
+        return _Stage(stage.depth + 1, trace, CrashModel(trace, self.cfg.order, self.cfg.domain),
+                      Oracle(history, expected), history, rt, trial, order, origin,
+                      stage.lineage + (point.index,))
+
+    def _deep_machine(self) -> Machine:
+        if getattr(self, "_deep_m", None) is None:
+            self._deep_m = Machine(self.mcfg)
+        return self._deep_m
+
+    def _deep_outcome(self, h: tuple[int, int], img: np.ndarray,
+                      report: Report) -> tuple[Hashable, list[str]]:
+        """(data, invariant errors) of recovering ``img``, once per distinct image hash."""
+        if h in self._outcomes:
+            data, errors = self._outcomes[h][:2]
+            return data, errors
+        out = self._deep_outcomes.get(h)
+        if out is None:
+            report.deep_distinct += 1
+            report.recoveries += 1
+            _, data, errors, _ = self.recover(img)
+            out = self._deep_outcomes[h] = (data, errors)
+        return out
+
+    def _check_deep_point(self, stage: _Stage, point: Any, rng: np.random.Generator,
+                          report: Report) -> None:
+        cfg = self.cfg
+        space = stage.model.space(point)
+        report.deep_points += 1
+        if space.count <= cfg.budget:
+            report.deep_states += space.count
+            images: Iterable[tuple[tuple[int, int], np.ndarray]] = space.hashed_images(distinct=True)
+        else:
+            report.deep_points_sampled += 1
+            states = space.sample(cfg.samples, rng)
+            report.deep_states += len(states)
+            images = ((space.hash(s), space.image(s)) for s in states)
+        for h, img in images:
+            f = self.check_deep_image(stage, point, h, img, report)
+            if f is None:
+                continue
+            report.failure_count += 1
+            if report.first_failure_point is None:
+                report.first_failure_point = point.index
+            if len(report.failures) < cfg.max_failures:
+                report.failures.append(f)
+            if cfg.stop_at_first:
+                return
+
+    def check_deep_image(self, stage: _Stage, point: Any, h: tuple[int, int], img: np.ndarray,
+                         report: Report) -> Failure | None:
+        """Recover one image of a run after recovery and check it against that run's oracle."""
+        data, errors = self._deep_outcome(h, img, report)
+        ok, cands = stage.oracle.check(point.index, data)
+        if ok and not errors:
+            return None
+        kind = ("crash" if isinstance(data, tuple) and data[:1] == ("recovery raised",)
+                else "data") if not ok else "invariant"
+        msg = "recovered data matches no correct outcome" if not ok else "; ".join(errors[:3])
+        return self._failure(kind, point, h, img, msg, cands, data, stage)
+
+    def stage_for(self, lineage: Sequence[int]) -> _Stage:
+        """Rebuild the run after recovery that a depth >= 2 failure belongs to: ``lineage``
+        lists the crash point of each level whose all-persisted image was recovered."""
+        self._deep_seen = set()
+        self._deep_outcomes = {}
+        stage = _Stage(1, self.trace, self.model, self.oracle, self.history,
+                       self.session.runtime, self.session.workload, [], "", ())
+        rep = Report(self.cfg, self.rt_name, self.session.workload.name)
+        for k in lineage:
+            ix = stage.model.index
+            child = self._run_after_recovery(stage, stage.model.point(k), ix.image_at(ix.hi_at(k)),
+                                             rep)
+            if child is None:
+                raise ConfigError(f"cannot rebuild the run after recovery from crash point {k}: "
+                                  "its image no longer recovers correctly")
+            stage = child
+        return stage
+
+    # -- reports ----------------------------------------------------------------------------------
     def _failure(self, kind: str, point: Any, h: tuple[int, int], img: np.ndarray, message: str,
-                 cands: Sequence[tuple[tuple[int, ...], Hashable]], data: Hashable) -> Failure:
+                 cands: Sequence[tuple[tuple[int, ...], Hashable]], data: Hashable,
+                 stage: _Stage | None = None) -> Failure:
         k = point.index
-        tr = self.trace
+        tr = stage.trace if stage is not None else self.trace
         kinds = tr.events["kind"]
         last = next((i for i in range(k - 1, -1, -1) if kinds[i] != Ev.WB), None)
         ev = tr.describe(last) if last is not None else "(start of trace)"
         if k < len(tr):
             ev += f"; next: {tr.describe(k)}"
-        t = float(self.trace.events["time"][k - 1]) if k > 0 else 0.0
+        t = float(tr.events["time"][k - 1]) if k > 0 else 0.0
+        step = self.step_of(last) if stage is None and last is not None else ""
         return Failure(
             kind=kind, point=k, since=point.since, reason=point.reason, event=ev, time_ns=t,
             image_hash=h, message=message,
             expected=[f"per-thread prefix {key}: {_short(exp)}" for key, exp in cands],
-            recovered=_short(data), persisted=self.persisted_lines(point, img), image=img.copy())
+            recovered=_short(data), persisted=self.persisted_lines(point, img, tr), image=img.copy(),
+            depth=stage.depth if stage is not None else 1,
+            origin=stage.origin if stage is not None else "", step=step or "",
+            lineage=stage.lineage if stage is not None else ())
 
-    def persisted_lines(self, point: Any, img: np.ndarray) -> list[str]:
+    def step_of(self, i: int) -> str | None:
+        """The named persist step event ``i`` of the (reduced) trace belongs to."""
+        kept = self.trace.meta.get("kept")
+        j = int(kept[i]) if kept is not None else i
+        return step_at(self.step_log, j, int(self.trace.events["tid"][i]))
+
+    def persisted_lines(self, point: Any, img: np.ndarray, trace: Trace | None = None) -> list[str]:
         """For each line with stores before the point: how many of them the image holds."""
-        ev = self.trace.events
+        tr = trace if trace is not None else self.trace
+        ev = tr.events
         k = point.index
-        base = self.trace.base
-        pm0 = self.trace.pm_base
+        base = tr.base
+        pm0 = tr.pm_base
         kinds = ev["kind"][:k]
         mask = np.isin(kinds, (Ev.STORE, Ev.NTSTORE)) | ((kinds == Ev.RMW) & (ev["aux"][:k] == 1))
         idx = np.nonzero(mask)[0]
@@ -486,7 +700,43 @@ def drop_stores(trace: Trace, words: np.ndarray) -> Trace:
     drop = (ev["kind"] == Ev.STORE) & np.isin(ev["addr"], words)
     if not drop.any():
         return trace
-    return Trace(ev[~drop], trace.base, trace.pm_base, dict(trace.meta, dropped=int(drop.sum())))
+    return Trace(ev[~drop], trace.base, trace.pm_base,
+                 dict(trace.meta, dropped=int(drop.sum()), kept=np.nonzero(~drop)[0]))
+
+
+@dataclass
+class _Stage:
+    """One traced run whose crash points are checked: the crash-free run (depth 1), or recovery
+    plus new transactions on a recovered image (depth >= 2)."""
+
+    depth: int
+    trace: Trace
+    model: CrashModel
+    oracle: Oracle
+    history: TxHistory
+    runtime: Runtime
+    workload: Workload
+    order: list[int]  # committed txids applied before this run (the recovered outcome)
+    origin: str
+    lineage: tuple[int, ...]  # the crash point of each level this run descends from
+
+
+def _prefix_order(history: TxHistory, key: tuple[int, ...]) -> list[int]:
+    """The txids of per-thread prefixes ``key`` in commit order."""
+    chosen: set[int] = set()
+    for t, n in zip(sorted(history.by_thread), key, strict=True):
+        chosen.update(history.by_thread[t][:n])
+    return [x for x in history.commit_order if x in chosen]
+
+
+def _spread(items: Sequence[Any]) -> list[Any]:
+    """``items`` reordered so that any prefix is spread evenly over them (bit-reversed ranks)."""
+    n = len(items)
+    if n <= 2:
+        return list(items)
+    bits = (n - 1).bit_length()
+    rev = sorted(range(1 << bits), key=lambda i: int(format(i, f"0{bits}b")[::-1], 2))
+    return [items[i] for i in rev if i < n]
 
 
 def _short(x: Any, limit: int = 160) -> str:
@@ -506,6 +756,8 @@ def _run_shard(cfg: FuzzConfig, shard: int, nshards: int, runtime: RuntimeArg | 
         camp.check_point(p, rng, rep)
         if cfg.stop_at_first and rep.failure_count:
             break
+    if shard == 0 and cfg.depth > 1 and not (cfg.stop_at_first and rep.failure_count):
+        camp.crash_deeper(points, np.random.default_rng([cfg.seed, 3]), rep)
     return rep
 
 

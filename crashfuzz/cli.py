@@ -138,8 +138,8 @@ def _cmd_ablate(args: argparse.Namespace) -> int:
     from .campaign import FuzzConfig
 
     base = FuzzConfig(runtime=args.runtime, txs=args.txs, seed=args.seed, idempotence=2,
-                      reduce=False, budget=args.budget, new_tx=3, new_tx_every_image=True,
-                      depth=args.depth)
+                      reduce=False, budget=args.budget, samples=args.samples, new_tx=3,
+                      new_tx_every_image=True, depth=args.depth)
 
     def show(cell: Any) -> None:
         line = f"{cell.mutation[:60]:60s} {cell.domain}: {cell.verdict:14s}"
@@ -207,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     ab.add_argument("--no-swaps", action="store_true", help="only drop steps")
     ab.add_argument("--txs", type=int, default=8)
     ab.add_argument("--budget", type=int, default=4096)
+    ab.add_argument("--samples", type=int, default=64, help="samples at a point over the budget")
     ab.add_argument("--depth", type=int, default=2)
     ab.add_argument("--seed", type=int, default=0)
     ab.add_argument("--markdown", action="store_true", help="print the Markdown matrix with notes")

@@ -20,11 +20,26 @@ Instructions: ``x:=v`` and ``x:=r`` (store a value or a register), ``movnt x:=v`
 ``regs`` line; every other name is a PM location. Every location starts at 0.
 
 The runner explores every interleaving with x86-TSO store buffers: a per-thread FIFO holds
-stores, non-temporal stores, flushes and pcommits (so they stay ordered after the thread's
-earlier stores); loads forward from their own buffer; fences and xchg wait for the buffer to
-drain. A buffered item's trace event is emitted when it leaves the buffer. Each distinct
-persistence trace then goes through :class:`~crashfuzz.states.CrashModel`, and the result is
-the set of observed images over every crash point (``anywhere``) or the final one (``end``).
+stores, non-temporal stores, flushes, pcommits and sfences (so they stay ordered after the
+thread's earlier stores, while loads may run ahead of them); loads forward from their own
+buffer; mfence and xchg wait for the buffer to drain. A buffered item's trace event is emitted
+when it leaves the buffer (an sfence leaves it once the earlier items have). Non-temporal
+stores are weakly ordered (Intel SDM vol. 3 8.2.2), and ``nt`` chooses how:
+
+* ``drain`` (default, exact): a non-temporal store leaves the store buffer into the thread's
+  write-combining buffer, which drains in any order (in order per location) and is not
+  snooped: the store becomes visible, and its NTSTORE event (``aux`` 1, *drained*) is emitted,
+  when it leaves that buffer. A later plain store of the thread to the same line waits for the
+  line's non-temporal stores to drain (self-snoop); a fence waits for the whole buffer.
+* ``issue``: the store becomes visible and its NTSTORE event (``aux`` 0, *issued*) is emitted
+  when it leaves the store buffer, as the simulated machine records it; the crash model then
+  lets it persist any time up to its thread's next fence. This over-approximates when another
+  thread reads the store's value (reading it proves it drained), so it is for exercising the
+  model on machine-like traces.
+
+Each distinct persistence trace then goes through :class:`~crashfuzz.states.CrashModel`, and
+the result is the set of observed images over every crash point (``anywhere``) or the final
+one (``end``).
 """
 
 from __future__ import annotations
@@ -320,10 +335,23 @@ def _flatten(prog: tuple[tuple, ...], out: list[tuple]) -> None:
 
 
 _FLUSH_EV = {"clflush": Ev.CLFLUSH, "clflushopt": Ev.CLFLUSHOPT, "clwb": Ev.CLWB}
+NT_MODES = ("drain", "issue")
+Row = tuple[int, int, int, int, int]
 
 
-def executions(test: LitmusTest) -> set[tuple[tuple[int, int, int, int, int], ...]]:
-    """Every distinct persistence trace (rows ``(kind, tid, addr, value, aux)``) of the test."""
+def _set(tup: tuple, i: int, v: object) -> tuple:
+    return tup[:i] + (v,) + tup[i + 1:]
+
+
+def executions(test: LitmusTest, nt: str = "drain") -> set[tuple[Row, ...]]:
+    """Every distinct persistence trace (rows ``(kind, tid, addr, value, aux)``) of the test.
+
+    ``nt``: how non-temporal stores behave, ``drain`` or ``issue`` (see the module doc).
+    """
+    if nt not in NT_MODES:
+        raise ConfigError(f"unknown non-temporal store mode {nt!r}; use 'drain' (write-combining "
+                          "buffer, exact) or 'issue' (visible when issued, as the machine traces)")
+    drain = nt == "drain"
     progs = []
     for p in test.threads:
         flat: list[tuple] = []
@@ -333,93 +361,118 @@ def executions(test: LitmusTest) -> set[tuple[tuple[int, int, int, int, int], ..
     locs = sorted(addr)
     slot = {loc: i for i, loc in enumerate(locs)}
     nthreads = len(progs)
-    start = (tuple(0 for _ in progs), tuple(() for _ in progs), tuple(() for _ in progs),
-             tuple(0 for _ in locs), ())
-    traces: set[tuple] = set()
+    empty = tuple(() for _ in progs)
+    # state: pcs, registers, store buffers, write-combining buffers, memory, trace so far
+    start = (tuple(0 for _ in progs), empty, empty, empty, tuple(0 for _ in locs), ())
+    traces: set[tuple[Row, ...]] = set()
     seen: set[tuple] = set()
     stack = [start]
 
     def val(regs: tuple, op: Operand) -> int:
         return op if isinstance(op, int) else dict(regs).get(op, 0)
 
+    def line(loc: str) -> int:
+        return addr[loc] // LINE
+
     while stack:
         st = stack.pop()
         if st in seen:
             continue
         seen.add(st)
-        pcs, regs, bufs, mem, tr = st
+        pcs, regs, bufs, wcs, mem, tr = st
         done = True
         for t in range(nthreads):
-            # drain the oldest buffered item of thread t
+            # the oldest store-buffer item of thread t leaves the buffer
             if bufs[t]:
                 done = False
-                item, rest = bufs[t][0], bufs[t][1:]
-                nb = bufs[:t] + (rest,) + bufs[t + 1:]
-                nmem = mem
-                if item[0] in ("store", "ntstore"):
-                    m = list(mem)
-                    m[slot[item[1]]] = item[2]
-                    nmem = tuple(m)
-                    ev = (int(Ev.STORE if item[0] == "store" else Ev.NTSTORE), t, addr[item[1]], item[2], 0)
+                item = bufs[t][0]
+                nwc, nmem, ev, blocked = wcs, mem, None, False
+                if item[0] == "store":
+                    # a plain store waits for its thread's non-temporal stores to its line
+                    blocked = any(line(w[0]) == line(item[1]) for w in wcs[t])
+                    nmem = _set(mem, slot[item[1]], item[2])
+                    ev = (int(Ev.STORE), t, addr[item[1]], item[2], 0)
+                elif item[0] == "ntstore":
+                    if drain:
+                        nwc = _set(wcs, t, wcs[t] + (item[1:],))
+                    else:
+                        nmem = _set(mem, slot[item[1]], item[2])
+                        ev = (int(Ev.NTSTORE), t, addr[item[1]], item[2], 0)
                 elif item[0] == "flush":
                     ev = (int(_FLUSH_EV[item[1]]), t, addr[item[2]] // LINE * LINE, 0, 0)
+                elif item[0] == "sfence":
+                    blocked = bool(wcs[t])  # waits for the write-combining buffer
+                    ev = (int(Ev.SFENCE), t, 0, 0, 0)
                 else:
                     ev = (int(Ev.PCOMMIT), t, 0, 0, 0)
-                stack.append((pcs, regs, nb, nmem, tr + (ev,)))
+                if not blocked:
+                    nb = _set(bufs, t, bufs[t][1:])
+                    stack.append((pcs, regs, nb, nwc, nmem, tr + ((ev,) if ev else ())))
+            # any write-combining entry that is the oldest for its location drains
+            for i, (loc, v) in enumerate(wcs[t]):
+                done = False
+                if any(w[0] == loc for w in wcs[t][:i]):
+                    continue
+                nwc = _set(wcs, t, wcs[t][:i] + wcs[t][i + 1:])
+                ev = (int(Ev.NTSTORE), t, addr[loc], v, 1)
+                stack.append((pcs, regs, bufs, nwc, _set(mem, slot[loc], v), tr + (ev,)))
             if pcs[t] >= len(progs[t]):
                 continue
             done = False
             ins = progs[t][pcs[t]]
-            npcs = pcs[:t] + (pcs[t] + 1,) + pcs[t + 1:]
+            npcs = _set(pcs, t, pcs[t] + 1)
             op = ins[0]
             if op in ("store", "ntstore"):
                 item = (op, ins[1], val(regs[t], ins[2]))
             elif op == "flush":
                 item = ins
-            elif op == "pcommit":
-                item = ("pcommit",)
+            elif op in ("pcommit", "sfence"):
+                item = (op,)
             else:
                 item = None
             if item is not None:
-                nb = bufs[:t] + (bufs[t] + (item,),) + bufs[t + 1:]
-                stack.append((npcs, regs, nb, mem, tr))
+                stack.append((npcs, regs, _set(bufs, t, bufs[t] + (item,)), wcs, mem, tr))
             elif op == "load":
                 v = mem[slot[ins[2]]]
+                for w in wcs[t]:
+                    if w[0] == ins[2]:
+                        v = w[1]
                 for b in bufs[t]:
                     if b[0] in ("store", "ntstore") and b[1] == ins[2]:
                         v = b[2]
                 r = tuple(sorted({**dict(regs[t]), ins[1]: v}.items()))
-                stack.append((npcs, regs[:t] + (r,) + regs[t + 1:], bufs, mem, tr))
+                stack.append((npcs, _set(regs, t, r), bufs, wcs, mem, tr))
             elif op == "skip_unless":
                 rv = dict(regs[t]).get(ins[1], 0)
                 holds = (rv == val(regs[t], ins[3])) == (ins[2] == "=")
                 jump = pcs[t] + 1 if holds else ins[4]
-                stack.append((pcs[:t] + (jump,) + pcs[t + 1:], regs, bufs, mem, tr))
-            elif bufs[t]:
-                continue  # fences and xchg wait for the store buffer to drain
-            elif op in ("sfence", "mfence"):
-                ev = (int(Ev.SFENCE if op == "sfence" else Ev.MFENCE), t, 0, 0, 0)
-                stack.append((npcs, regs, bufs, mem, tr + (ev,)))
+                stack.append((_set(pcs, t, jump), regs, bufs, wcs, mem, tr))
+            elif bufs[t] or wcs[t]:
+                continue  # mfence and xchg wait for both buffers to drain
+            elif op == "mfence":
+                ev = (int(Ev.MFENCE), t, 0, 0, 0)
+                stack.append((npcs, regs, bufs, wcs, mem, tr + (ev,)))
             elif op == "xchg":
                 i = slot[ins[1]]
                 old, new = mem[i], val(regs[t], ins[2])
-                nmem = mem[:i] + (new,) + mem[i + 1:]
                 r = regs[t] if ins[3] is None else tuple(sorted({**dict(regs[t]), ins[3]: old}.items()))
                 ev = (int(Ev.RMW), t, addr[ins[1]], new, 1)
-                stack.append((npcs, regs[:t] + (r,) + regs[t + 1:], bufs, nmem, tr + (ev,)))
+                stack.append((npcs, _set(regs, t, r), bufs, wcs, _set(mem, i, new), tr + (ev,)))
         if done:
             traces.add(tr)
     return traces
 
 
-def run_litmus(test: LitmusTest | str, backend: str | None = None, points: str = "reduced") -> LitmusResult:
+def run_litmus(test: LitmusTest | str, backend: str | None = None, points: str = "reduced",
+               nt: str = "drain") -> LitmusResult:
     """Run a test (a LitmusTest, or its text) on every ``(mode, domain)`` it names.
 
-    ``points``: ``reduced`` or ``every`` (both complete for ``crash anywhere``).
+    ``points``: ``reduced`` or ``every`` (both complete for ``crash anywhere``). ``nt``: how
+    non-temporal stores reach the trace, ``drain`` or ``issue`` (see the module doc).
     """
     if isinstance(test, str):
         test = parse_litmus(test)
-    traces = executions(test)
+    traces = executions(test, nt)
     size = (max(test.locations.values()) // LINE + 1) * LINE
     words = [test.locations[loc] // ATOM for loc in test.observe]
     images: dict[tuple[str, str], frozenset[Image]] = {}
@@ -440,9 +493,10 @@ def run_litmus(test: LitmusTest | str, backend: str | None = None, points: str =
     return LitmusResult(test, images, len(traces), nstates)
 
 
-def check(test: LitmusTest | str, backend: str | None = None, points: str = "reduced") -> LitmusResult:
+def check(test: LitmusTest | str, backend: str | None = None, points: str = "reduced",
+          nt: str = "drain") -> LitmusResult:
     """Run a test and raise AssertionError listing missing and unexpected images, if any."""
-    res = run_litmus(test, backend, points)
+    res = run_litmus(test, backend, points, nt)
     bad = res.mismatches()
     if bad:
         raise AssertionError("litmus mismatch:\n  " + "\n  ".join(bad))

@@ -9,18 +9,35 @@ atom in ``px86`` mode; a chain's stores persist in trace order, so a state is a 
 per chain) plus extra :class:`Edge` s. Per chain and point, ``hi`` counts the visible stores
 and ``lo`` the guaranteed ones:
 
-* a CLWB / CLFLUSHOPT / CLFLUSH of line L by thread T covers every store to L before it, an
-  NTSTORE covers itself; coverage is guaranteed once a later SFENCE / MFENCE / RMW of T
+* a CLFLUSH of line L covers every store to L before it (from any thread) as soon as it takes
+  effect: from the point after it (Px86: clflush is ordered with the thread's later stores, so
+  it is durable before any of them is visible);
+* a CLWB / CLFLUSHOPT of line L by thread T covers every store to L before it, an NTSTORE
+  covers itself; that coverage is guaranteed once a later SFENCE / MFENCE / RMW of T
   completes (PDOM-1);
-* PDOM-0: that only makes the stores *accepted* (the WPQ is volatile); a PCOMMIT by thread T
-  guarantees what was accepted before it once a later fence of T completes;
-* PDOM-2: every visible store is persistent (``lo == hi``); unions over an interval of points
-  are prefixes of the global store order (see :mod:`crashfuzz.states`).
+* PDOM-0: coverage only makes the stores *accepted* (the WPQ is volatile); a PCOMMIT by
+  thread T guarantees what was accepted before it once a later fence of T completes;
+* PDOM-2: every visible store is persistent (``lo == hi``), except non-temporal stores not yet
+  fenced by their thread (see below); unions over an interval of points are prefixes of the
+  global store order (see :mod:`crashfuzz.states`).
+
+Non-temporal stores (NTSTORE) come in two flavours, told apart by the event's ``aux``:
+
+* ``aux == 0`` (*issued*, what the simulated machine records): the event sits where the store
+  left the store buffer; it may wait in the write-combining buffer, invisible and volatile,
+  until its thread's next fence completes (it is weakly ordered with later stores, Intel SDM
+  vol. 3 8.2.2). Its place in its chain is still its trace position, so it is forced as soon as
+  a later store of its chain is (PDOM-2), and it is covered by that fence (PDOM-0/1).
+* ``aux == 1`` (*drained*, what the litmus interpreter records when it models the
+  write-combining buffer): the event sits where the store left that buffer, became visible and
+  reached the memory controller, so it is covered at once (persistent in PDOM-1/2, accepted
+  in PDOM-0), together with the earlier stores of its chain.
 
 Ordering edges come from *edge providers* (``EDGE_PROVIDERS``): callables
-``provider(index, domain) -> Iterable[Edge]``. The built-in one adds CLFLUSH's ordering in
-PDOM-1. Hardware designs (Proteus, LOC, ATOM) add theirs by passing ``edge_providers`` to
-:class:`~crashfuzz.states.CrashModel`; an edge must point from an earlier store to a later one.
+``provider(index, domain) -> Iterable[Edge]``. No domain needs one by default (CLFLUSH's
+ordering is a lower bound now); hardware designs (Proteus, LOC, ATOM) add theirs by passing
+``edge_providers`` to :class:`~crashfuzz.states.CrashModel`; an edge must point from an
+earlier store to a later one. PDOM-0 and PDOM-1 consult them; PDOM-2 does not.
 """
 
 from __future__ import annotations
@@ -130,6 +147,9 @@ class TraceIndex:
         self.nthreads = int(self.tid.max()) + 1 if n else 1
         kind = self.kind.astype(np.int64)
         is_store = (kind == Ev.STORE) | (kind == Ev.NTSTORE) | ((kind == Ev.RMW) & (ev["aux"] == 1))
+        # 1 for a drained non-temporal store (aux 1): covered where it sits, not at a fence
+        self.drained = ((kind == Ev.NTSTORE) & (ev["aux"] == 1)).astype(np.uint8)
+        self.issued_nt = int(((kind == Ev.NTSTORE) & (ev["aux"] != 1)).sum())
         self.nwords = trace.size // ATOM
         pos = np.nonzero(is_store)[0]
         rel = ev["addr"][pos].astype(np.int64) - trace.pm_base
@@ -239,12 +259,20 @@ class TraceIndex:
 
 # -- lower bounds --------------------------------------------------------------------------------
 def sweep_python(ix: TraceIndex, domain: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pure-Python reference of the bounds sweep (PDOM-0 and PDOM-1).
+    """Pure-Python reference of the bounds sweep (every domain).
 
     Returns the change log ``(k, chain, lo)``: from point ``k`` on, ``lo[chain] >= lo``.
-    Only strict increases are logged, in trace order.
+    Only strict increases are logged, in trace order. Per event ``i``:
+
+    * covered now (at ``i + 1``): the stores of a CLFLUSH's line (PDOM-0/1), a drained NTSTORE
+      and its chain's earlier stores, and in PDOM-2 every store except an issued NTSTORE;
+    * pending until the thread's next fence: the stores a CLWB / CLFLUSHOPT covers (PDOM-0/1)
+      and an issued NTSTORE;
+    * "covered" raises ``lo`` in PDOM-1/2; in PDOM-0 it only makes the stores accepted, and a
+      fence of a thread that issued a PCOMMIT raises ``lo`` to what was accepted before it.
     """
     pdom0 = domain == "pdom0"
+    pdom2 = domain == "pdom2"
     count = [0] * ix.nchains
     lo = [0] * ix.nchains
     accepted = [0] * ix.nchains
@@ -255,22 +283,43 @@ def sweep_python(ix: TraceIndex, domain: str) -> tuple[np.ndarray, np.ndarray, n
     out_k: list[int] = []
     out_c: list[int] = []
     out_v: list[int] = []
-    kinds, tids, chains, frows = (ix.kind.tolist(), ix.tid.tolist(), ix.chain.tolist(),
-                                  ix.frow.tolist())
+
+    def raise_lo(at: int, c2: int, v: int) -> None:
+        if v > lo[c2]:
+            lo[c2] = v
+            out_k.append(at)
+            out_c.append(c2)
+            out_v.append(v)
+
+    def cover(at: int, c2: int, v: int) -> None:
+        if not pdom0:
+            raise_lo(at, c2, v)
+        elif v > accepted[c2]:
+            accepted[c2] = v
+            acc_log.append((c2, v))
+
+    kinds, tids, chains, frows, drained = (ix.kind.tolist(), ix.tid.tolist(), ix.chain.tolist(),
+                                           ix.frow.tolist(), ix.drained.tolist())
     table = ix.line_table.tolist()
     for i in range(ix.n):
         k, t, c = kinds[i], tids[i], chains[i]
         if c >= 0:
             count[c] += 1
-            if k == Ev.NTSTORE:
+            if k == Ev.NTSTORE and not drained[i]:
                 pending.setdefault(t, {})[c] = count[c]
+            elif pdom2 or drained[i]:
+                cover(i + 1, c, count[c])
         if k in FLUSH_KINDS:
-            if frows[i] >= 0:
+            if frows[i] >= 0 and not pdom2:
                 p = pending.setdefault(t, {})
                 for c2 in table[frows[i]]:
                     if c2 < 0:
                         break
-                    if count[c2]:
+                    if not count[c2]:
+                        continue
+                    if k == Ev.CLFLUSH:
+                        cover(i + 1, c2, count[c2])
+                    else:
                         p[c2] = count[c2]
         elif k == Ev.PCOMMIT and pdom0:
             pcommit[t] = len(acc_log)
@@ -280,28 +329,18 @@ def sweep_python(ix: TraceIndex, domain: str) -> tuple[np.ndarray, np.ndarray, n
                 upto = pcommit.pop(t, -1)
                 if upto > applied:
                     for c2, v in acc_log[applied:upto]:
-                        if v > lo[c2]:
-                            lo[c2] = v
-                            out_k.append(i + 1)
-                            out_c.append(c2)
-                            out_v.append(v)
+                        raise_lo(i + 1, c2, v)
                     applied = upto
-                for c2, v in p.items():
-                    if v > accepted[c2]:
-                        accepted[c2] = v
-                        acc_log.append((c2, v))
-            else:
-                for c2, v in p.items():
-                    if v > lo[c2]:
-                        lo[c2] = v
-                        out_k.append(i + 1)
-                        out_c.append(c2)
-                        out_v.append(v)
+            for c2, v in p.items():
+                cover(i + 1, c2, v)
     return (np.array(out_k, np.int64), np.array(out_c, np.int64), np.array(out_v, np.int64))
 
 
-def sweep_capacity(ix: TraceIndex) -> int:
-    """An upper bound on the change-log length (one entry per covered chain at most)."""
+def sweep_capacity(ix: TraceIndex, domain: str) -> int:
+    """An upper bound on the change-log length: in PDOM-2 one entry per store at most, else one
+    per chain a flush covers and one per non-temporal store."""
+    if domain == "pdom2":
+        return len(ix.store_event) + 1
     nflush = int(np.isin(ix.kind, FLUSH_KINDS).sum())
     nnt = int((ix.kind == Ev.NTSTORE).sum())
     return ATOMS_PER_LINE * nflush + nnt + 1
@@ -330,48 +369,13 @@ class LowerBounds:
 
 
 # -- ordering edges ------------------------------------------------------------------------------
-def clflush_edges(ix: TraceIndex, domain: str) -> Iterable[Edge]:
-    """PDOM-1: every store a CLFLUSH covers persists before every later store of its thread.
-
-    Only stores before the thread's next fence need an edge: once that fence completes the
-    covered stores are guaranteed anyway. Per target chain only its first such store matters.
-    """
-    if domain != "pdom1":
-        return []
-    edges: list[Edge] = []
-    fpos = np.nonzero((ix.kind == Ev.CLFLUSH) & (ix.frow >= 0))[0]
-    if not len(fpos):
-        return edges
-    is_fence = np.isin(ix.kind, FENCE_KINDS)
-    fences = {t: np.nonzero(is_fence & (ix.tid == t))[0] for t in np.unique(ix.tid[fpos]).tolist()}
-    stores = {t: np.nonzero((ix.chain >= 0) & (ix.tid == t))[0] for t in fences}
-    for f in fpos.tolist():
-        t = int(ix.tid[f])
-        nxt = np.searchsorted(fences[t], f, side="right")
-        g = int(fences[t][nxt]) if nxt < len(fences[t]) else ix.n
-        st_t = stores[t]
-        ys = st_t[np.searchsorted(st_t, f, side="right"):np.searchsorted(st_t, g)]
-        if not len(ys):
-            continue
-        xs = [(c, int(np.searchsorted(ix.st_event[ix.off[c]:ix.off[c + 1]], f)))
-              for c in ix.line_table[ix.frow[f]].tolist() if c >= 0]
-        seen: set[int] = set()
-        for y in ys.tolist():
-            yc = int(ix.chain[y])
-            if yc in seen:
-                continue
-            seen.add(yc)
-            yj = int(np.searchsorted(ix.st_event[ix.off[yc]:ix.off[yc + 1]], y)) + 1
-            edges.extend(Edge(xc, xi, yc, yj, g + 1) for xc, xi in xs if xi > 0 and xc != yc)
-    return edges
-
-
 EDGE_PROVIDERS: dict[str, list[EdgeProvider]] = {
     "pdom0": [],
-    "pdom1": [clflush_edges],
+    "pdom1": [],
     "pdom2": [],
 }
-"""The edge providers each domain consults by default. Extend per model with ``edge_providers``."""
+"""The edge providers each domain consults by default (none: the built-in rules are all lower
+bounds). Extend per model with ``edge_providers`` / ``extra_edge_providers``."""
 
 
 def collect_edges(ix: TraceIndex, domain: str, providers: Iterable[EdgeProvider]) -> np.ndarray:
@@ -407,7 +411,9 @@ def actual_image(ix: TraceIndex, domain: str, k: int) -> np.ndarray:
     before ``k``. PDOM-0: only write-backs whose media completion time (WB value, ps) is at or
     before the time of event ``k - 1``. A non-temporal store counts as a write-back of its line
     at its own position (the engine records no separate WB for it), unless the next event is a
-    WB of the same line with aux 2, which then carries its timing.
+    WB of the same line with aux 2, which then carries its timing. In PDOM-1 a CLFLUSH counts
+    as a write-back of its line at its own position too: it is durable once it took effect, and
+    the engine records its WB just after it.
     """
     if domain == "pdom2":
         return ix.image_at(ix.hi_at(k))
@@ -427,6 +433,10 @@ def actual_image(ix: TraceIndex, domain: str, k: int) -> np.ndarray:
                    & ((ev["addr"][nxt].astype(np.int64) - ix.trace.pm_base) // LINE == nt_line))
         wb = np.r_[wb, nt[~carried] + 1]
         wb_line = np.r_[wb_line, nt_line[~carried]]
+    if domain == "pdom1":
+        cf = np.nonzero(kinds == Ev.CLFLUSH)[0]
+        wb = np.r_[wb, cf]
+        wb_line = np.r_[wb_line, (ev["addr"][cf].astype(np.int64) - ix.trace.pm_base) // LINE]
     img = ix.trace.base.copy()
     if not len(wb):
         return img

@@ -85,9 +85,29 @@ class Oracle:
     history: TxHistory
     expected: Callable[[Sequence[int]], Hashable]  # txids in commit order -> snapshot
     _cache: dict[tuple, Hashable] = field(default_factory=dict)
+    _points: dict[int, tuple[list[tuple[tuple[int, ...], Hashable]],
+                             dict[Hashable, Hashable] | None]] = field(default_factory=dict,
+                                                                       repr=False)
 
     def candidates(self, k: int) -> list[tuple[tuple[int, ...], Hashable]]:
         """(per-thread prefix lengths, expected snapshot) for every acceptable outcome at k."""
+        return self._at(k)[0]
+
+    def _at(self, k: int) -> tuple[list[tuple[tuple[int, ...], Hashable]],
+                                   dict[Hashable, Hashable] | None]:
+        """The candidates at k and their snapshots as a dict (each maps to itself; None if one
+        is unhashable), computed once per point: a campaign checks many images at each."""
+        got = self._points.get(k)
+        if got is None:
+            cands = self._candidates(k)
+            try:
+                accepted: dict[Hashable, Hashable] | None = {exp: exp for _, exp in cands}
+            except TypeError:
+                accepted = None
+            got = self._points[k] = (cands, accepted)
+        return got
+
+    def _candidates(self, k: int) -> list[tuple[tuple[int, ...], Hashable]]:
         bounds = self.history.bounds(k)
         tids = sorted(bounds)
         ranges = [range(bounds[t][0], bounds[t][1] + 1) for t in tids]
@@ -105,5 +125,23 @@ class Oracle:
 
     def check(self, k: int, snapshot: Hashable) -> tuple[bool, list[tuple[tuple[int, ...], Hashable]]]:
         """Whether ``snapshot`` is acceptable at point k, and the candidates it was compared with."""
-        cands = self.candidates(k)
+        cands, accepted = self._at(k)
+        if accepted is not None:
+            try:
+                return snapshot in accepted, cands
+            except TypeError:  # an unhashable snapshot: compare one by one
+                pass
         return any(snapshot == exp for _, exp in cands), cands
+
+    def canonical(self, k: int, snapshot: Hashable) -> Hashable:
+        """The acceptable snapshot at point k equal to ``snapshot`` (one shared object), or
+        ``snapshot`` itself. A campaign keeps every recovered image's data; sharing the
+        oracle's copy frees the duplicate at once instead of leaving thousands of tuples for
+        the cyclic garbage collector to traverse."""
+        accepted = self._at(k)[1]
+        if accepted is None:
+            return snapshot
+        try:
+            return accepted.get(snapshot, snapshot)
+        except TypeError:
+            return snapshot

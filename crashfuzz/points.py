@@ -7,14 +7,22 @@ few points can stand for all of them.
 Choices:
 
 * ``reduced`` (default, complete): a point just before each fence-like event (SFENCE, MFENCE,
-  RMW), just before and just after each MARK, and at the end; ``since`` is the previous
-  point. Lower bounds only rise when a fence completes, so in PDOM-0/1 the union over an
-  interval equals the states at its last point; in PDOM-2 it is a range of prefixes of the
-  global store order. The point just *before* a MARK (a deviation from "only after") keeps
-  the oracle exact: inside an interval the marker counts are constant, so every state of the
+  RMW), just before each CLFLUSH and each drained non-temporal store (PDOM-1: they raise lower
+  bounds where they sit), just before and just after each MARK, and at the end; ``since`` is
+  the previous point. Lower bounds only rise where a fence completes or a CLFLUSH / drained
+  NTSTORE takes effect, so in PDOM-0/1 the union over an interval equals the states at its last
+  point. In PDOM-2 the union over an interval is a range of prefixes of the global store order,
+  except inside an *NT window* (points where an issued non-temporal store is not yet fenced by
+  its thread, see :func:`nt_window`): there the states at one point are a per-chain box, and
+  the union of boxes is no single space, so inside a window there is also a point just before
+  each store (and before each issued NTSTORE, where a window opens), which makes every interval
+  there one box. The point just *before* a MARK (a deviation from "only after") keeps the
+  oracle exact: inside an interval the marker counts are constant, so every state of the
   interval is checked against the counts that held when it was reachable.
 * ``every``: every index ``0..n``, ``since = k - 1``.
 * ``sampled``: ``n`` distinct indices drawn uniformly, ``since = k - 1``.
+
+The reduced points depend on the domain; without one they suit every domain.
 """
 
 from __future__ import annotations
@@ -28,6 +36,44 @@ from pmsim.trace import Ev, Mark, Trace
 
 POINT_KINDS = ("reduced", "every", "sampled")
 _FENCES = (int(Ev.SFENCE), int(Ev.MFENCE), int(Ev.RMW))
+
+
+def store_mask(trace: Trace) -> np.ndarray:
+    """Per event: True for a store (STORE, NTSTORE, or an RMW that stored)."""
+    ev = trace.events
+    k = ev["kind"]
+    return (k == Ev.STORE) | (k == Ev.NTSTORE) | ((k == Ev.RMW) & (ev["aux"] == 1))
+
+
+def issued_nt_mask(trace: Trace) -> np.ndarray:
+    """Per event: True for an issued (not drained, ``aux != 1``) non-temporal store."""
+    ev = trace.events
+    return (ev["kind"] == Ev.NTSTORE) & (ev["aux"] != 1)
+
+
+def nt_window(trace: Trace) -> np.ndarray:
+    """Per crash point ``0..n``: True where some issued NTSTORE before it is not yet fenced.
+
+    An issued NTSTORE at ``p`` by thread ``T`` may still sit in the write-combining buffer at
+    the points ``p + 1 .. g`` (``g``: ``T``'s next fence, or ``n`` without one).
+    """
+    ev = trace.events
+    n = len(ev)
+    diff = np.zeros(n + 2, np.int64)
+    nts = np.nonzero(issued_nt_mask(trace))[0]
+    if len(nts):
+        fence = np.isin(ev["kind"], _FENCES)
+        tids = ev["tid"]
+        for t in np.unique(tids[nts]).tolist():
+            f_t = np.nonzero(fence & (tids == t))[0]
+            p = nts[tids[nts] == t]
+            nxt = np.searchsorted(f_t, p, side="right")
+            g = np.full(len(p), n, np.int64)
+            has = nxt < len(f_t)
+            g[has] = f_t[nxt[has]]
+            np.add.at(diff, p + 1, 1)
+            np.add.at(diff, g + 1, -1)
+    return np.cumsum(diff)[:n + 1] > 0
 
 
 class MarkLog:
@@ -114,9 +160,13 @@ def _chain(trace: Trace, picks: dict[int, str], marks: MarkLog) -> list[CrashPoi
     return out
 
 
-def reduced_points(trace: Trace) -> list[CrashPoint]:
-    """Before each fence, around each marker, and at the end; complete (see module doc)."""
-    kinds = trace.events["kind"]
+def reduced_points(trace: Trace, domain: str | None = None) -> list[CrashPoint]:
+    """Before each fence, around each marker, at the end, plus what ``domain`` needs (see
+    module doc; ``None``: what any domain needs); complete."""
+    if domain not in (None, "pdom0", "pdom1", "pdom2"):
+        raise unknown("persistence domain", str(domain), ("pdom0", "pdom1", "pdom2"))
+    ev = trace.events
+    kinds = ev["kind"]
     picks: dict[int, str] = {}
 
     def add(k: int, why: str) -> None:
@@ -124,6 +174,17 @@ def reduced_points(trace: Trace) -> list[CrashPoint]:
 
     for g in np.nonzero(np.isin(kinds, _FENCES))[0].tolist():
         add(g, "fence")
+    if domain in (None, "pdom1"):
+        for f in np.nonzero(kinds == Ev.CLFLUSH)[0].tolist():
+            add(f, "clflush")
+        for f in np.nonzero((kinds == Ev.NTSTORE) & (ev["aux"] == 1))[0].tolist():
+            add(f, "movnt")
+    if domain in (None, "pdom2"):
+        issued = issued_nt_mask(trace)
+        if issued.any():
+            inside = nt_window(trace)[:-1]
+            for s in np.nonzero(store_mask(trace) & (inside | issued))[0].tolist():
+                add(s, "nt-window")
     for m in np.nonzero(kinds == Ev.MARK)[0].tolist():
         add(m, "pre-mark")
         add(m + 1, "mark")
@@ -148,10 +209,12 @@ def sampled_points(trace: Trace, n: int, rng: np.random.Generator) -> list[Crash
 
 
 def select_points(trace: Trace, kind: str = "reduced", n: int | None = None,
-                  rng: np.random.Generator | None = None) -> list[CrashPoint]:
-    """Points of one of :data:`POINT_KINDS` (``sampled`` needs ``n``; ``rng`` defaults to seed 0)."""
+                  rng: np.random.Generator | None = None, domain: str | None = None
+                  ) -> list[CrashPoint]:
+    """Points of one of :data:`POINT_KINDS` (``sampled`` needs ``n``; ``rng`` defaults to seed 0;
+    ``domain`` tailors the reduced points)."""
     if kind == "reduced":
-        return reduced_points(trace)
+        return reduced_points(trace, domain)
     if kind == "every":
         return every_points(trace)
     if kind == "sampled":

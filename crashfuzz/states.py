@@ -16,13 +16,18 @@ A *state* is a tuple of prefix lengths, one per free chain (``space.free``: chai
 ``lo < hi``); fixed chains are implied. Three kinds of space:
 
 * ``product``: no ordering edges left; every vector ``lo <= x <= hi`` (count: a product).
-* ``ordered``: ordering edges remain (CLFLUSH in PDOM-1, hardware designs); the states are
-  the down-closed sets of the persist order. Bound propagation makes every value in a chain's
-  propagated range extendable, so enumeration never dead-ends, and counting is a memoised
-  recursion that fixes one chain of an edge-connected component and splits the rest into
-  independent components. Its cost is exponential only in how tangled the edges are (a star
-  of edges around one flushed line costs range x chains); without edges it is a product.
-* ``prefix`` (PDOM-2): prefixes ``a..b`` of the global store order (count ``b - a + 1``).
+  PDOM-2 points inside an NT window (an issued non-temporal store not yet fenced) are products
+  too: every visible store is persistent except such a store, which may be missing as long as
+  no later store of its chain is persisted.
+* ``ordered``: ordering edges remain (from edge providers: hardware designs, tests); the
+  states are the down-closed sets of the persist order. Bound propagation makes every value
+  in a chain's propagated range extendable, so enumeration never dead-ends, and counting is a
+  memoised recursion that fixes one chain of an edge-connected component and splits the rest
+  into independent components. Its cost is exponential only in how tangled the edges are (a
+  star of edges around one line costs range x chains); without edges it is a product.
+* ``prefix`` (PDOM-2, outside NT windows): prefixes ``a..b`` of the global store order
+  (count ``b - a + 1``). A trace without issued non-temporal stores has no NT window, so its
+  PDOM-2 spaces need no bounds sweep at all.
 
 Images are hashed with two 64-bit multiset hashes (sums of per-word terms, see
 :func:`crashfuzz.model.image_hash`), updated per store as enumeration steps one chain at a
@@ -45,6 +50,7 @@ from pmsim.trace import Trace
 
 from .model import (
     EDGE_PROVIDERS,
+    FENCE_KINDS,
     EdgeProvider,
     LowerBounds,
     TraceIndex,
@@ -53,7 +59,7 @@ from .model import (
     collect_edges,
     sweep_python,
 )
-from .points import CrashPoint, MarkLog, make_point, select_points
+from .points import CrashPoint, MarkLog, make_point, nt_window, select_points, store_mask
 
 _MASK = (1 << 64) - 1
 State = tuple[int, ...]
@@ -599,7 +605,8 @@ class CrashModel:
     (default: the trace's ``meta['domain']``, else ``pdom1``). ``backend``: ``c`` or
     ``python`` (default: ``$PMSIM_BACKEND``, else ``c`` when built). ``edge_providers``
     replaces the domain's default providers (``EDGE_PROVIDERS[domain]``);
-    ``extra_edge_providers`` adds to them (the hook for hardware designs).
+    ``extra_edge_providers`` adds to them (the hook for hardware designs). PDOM-2 consults no
+    providers.
     """
 
     def __init__(self, trace: Trace, order: str = "line", domain: str | None = None,
@@ -617,9 +624,11 @@ class CrashModel:
         self.index = ix = TraceIndex(trace, order)
         self.marks = MarkLog(trace)
         self.kernel = _kernel(ix, backend)
-        if domain == "pdom2":
-            self.lower: LowerBounds | None = None
-        else:
+        # PDOM-2 without issued non-temporal stores: every space is a range of prefixes
+        self.window: np.ndarray | None = None
+        self._moves = np.zeros(ix.n + 1, np.int64)  # stores and fences among events [0, k)
+        self.lower: LowerBounds | None = None
+        if domain != "pdom2" or ix.issued_nt:
             if backend == "c":
                 from ._ccrash import sweep_c
 
@@ -627,6 +636,10 @@ class CrashModel:
             else:
                 log = sweep_python(ix, domain)
             self.lower = LowerBounds(ix, log)
+        if domain == "pdom2" and ix.issued_nt:
+            self.window = nt_window(trace)
+            fence = np.isin(ix.kind, FENCE_KINDS)
+            self._moves = np.r_[0, np.cumsum(store_mask(trace) | fence)]
         providers = list(EDGE_PROVIDERS[domain] if edge_providers is None else edge_providers)
         providers += list(extra_edge_providers)
         self.edges = collect_edges(ix, domain, providers) if domain != "pdom2" else np.zeros((0, 6), np.int64)
@@ -638,7 +651,7 @@ class CrashModel:
     def points(self, kind: str = "reduced", n: int | None = None,
                rng: np.random.Generator | None = None) -> list[CrashPoint]:
         """Crash points: ``reduced`` (complete), ``every`` or ``sampled`` (see crashfuzz.points)."""
-        return select_points(self.trace, kind, n, rng)
+        return select_points(self.trace, kind, n, rng, self.domain)
 
     def point(self, index: int, since: int | None = None) -> CrashPoint:
         """One crash point (alone, or standing for the interval ``(since, index]``)."""
@@ -667,16 +680,26 @@ class CrashModel:
         if not (0 <= k <= ix.n and -1 <= j < k):
             raise ConfigError(f"crash point {k} (since {j}) does not fit a trace of {ix.n} events")
         if self.domain == "pdom2":
-            a, b = ix.stores_before(j + 1), ix.stores_before(k)
-            lo, hi = ix.counts_of_prefix(a), ix.counts_of_prefix(b)
+            win = self.window
+            if win is None or not win[j + 1:k + 1].any():
+                a, b = ix.stores_before(j + 1), ix.stores_before(k)
+                lo, hi = ix.counts_of_prefix(a), ix.counts_of_prefix(b)
+                act = np.nonzero(hi > 0)[0]
+                kind = "prefix" if b > a else "product"
+                return StateSpace(self, point, kind, act, lo[act], hi[act], [], (a, b))
+            if not win[j + 1:k + 1].all() or self._moves[k] != self._moves[j + 1]:
+                raise ConfigError(f"crash points ({j}, {k}] in PDOM-2 span a store or fence while a "
+                                  "non-temporal store may still be unpersisted, so their states "
+                                  "are not one space; split the interval before each store there "
+                                  "(the 'reduced' points do) or use since=None")
+            lo, hi = self.bounds(k)
             act = np.nonzero(hi > 0)[0]
-            kind = "prefix" if b > a else "product"
-            return StateSpace(self, point, kind, act, lo[act], hi[act], [], (a, b))
+            return StateSpace(self, point, "product", act, lo[act], hi[act], [])
         lo, hi = self.bounds(k)
         if j + 1 < k and not np.array_equal(self.bounds(j + 1)[0], lo):
-            raise ConfigError(f"crash points ({j}, {k}] span a fence completion, so their states are "
-                              "not those of one point; split the interval at the fences (the "
-                              "'reduced' points do) or use since=None")
+            raise ConfigError(f"crash points ({j}, {k}] span a fence completion or a clflush, so "
+                              "their states are not those of one point; split the interval there "
+                              "(the 'reduced' points do) or use since=None")
         act = np.nonzero(hi > 0)[0]
         e = self.edges
         edges = e[(e[:, 4] < k) & (k < e[:, 5])] if len(e) else e

@@ -7,6 +7,11 @@ Usage::
     cpu.store(m.pm.base, 42); cpu.clwb(m.pm.base); cpu.sfence()
     print(m.stats_table())
 
+``Machine(cfg, timed=False)`` runs the same instructions functionally: memory contents, loaded
+values, CAS results, instruction counts and the persistence trace (without write-back events,
+every event at time 0) are those of the timed machine, but caches, the WPQ and clocks are not
+simulated. Crash recovery under the fuzzer needs only that, at a fraction of the cost.
+
 Each ``Cpu`` method is one instruction. Plain accesses only advance the thread's own clock;
 SimPy (``m.env``) is used only where threads meet: ``spawn`` runs generator threads, and
 ``Cpu.sync``, ``Cpu.acquire`` and ``Cpu.release`` yield to the scheduler. A thread also yields
@@ -50,16 +55,17 @@ def default_backend() -> str:
     return "c"
 
 
-def make_engine(cfg: MachineConfig, backend: str | None = None) -> Any:
+def make_engine(cfg: MachineConfig, backend: str | None = None, timed: bool = True) -> Any:
+    """The engine of ``backend`` (default: :func:`default_backend`), timed or functional."""
     backend = backend or default_backend()
     if backend == "python":
-        from .hw.reference import PyEngine
+        from .hw.reference import FunctionalEngine, PyEngine
 
-        return PyEngine(cfg)
+        return PyEngine(cfg) if timed else FunctionalEngine(cfg)
     if backend == "c":
         from .hw.native_engine import CEngine
 
-        return CEngine(cfg)
+        return CEngine(cfg, timed)
     raise ConfigError(f"unknown backend {backend!r}; use 'c' or 'python'")
 
 
@@ -159,17 +165,26 @@ class Cpu:
 
 
 class Machine:
-    """A configured machine: engine, SimPy environment, CPUs, locks, trace."""
+    """A configured machine: engine, SimPy environment, CPUs, locks, trace.
 
-    def __init__(self, config: MachineConfig | None = None, backend: str | None = None) -> None:
+    ``timed=False`` gives the functional machine (see the module docstring).
+    """
+
+    def __init__(self, config: MachineConfig | None = None, backend: str | None = None,
+                 timed: bool = True) -> None:
         self.config = config or MachineConfig()
-        self.engine = make_engine(self.config, backend)
+        self.engine = make_engine(self.config, backend, timed)
         self.backend: str = self.engine.backend
+        self.timed = timed
         self.env = simpy.Environment()
         self.cpus = [Cpu(self, t) for t in range(self.config.cores)]
         self.pm: Region = self.config.pm_region
         self.dram: Region | None = self.config.dram_region
         self.rng = np.random.default_rng(self.config.seed)
+        # the engine's PM words (never replaced, only modified in place) and their byte view
+        self._pm_words: np.ndarray = self.engine.mem.pm
+        self._pm_bytes: np.ndarray = self._pm_words.view(np.uint8)
+        self._pm_base, self._pm_size = self.pm.base, self.pm.size
         self._trace_base = self.pm_image()
 
     def cpu(self, tid: int) -> Cpu:
@@ -190,12 +205,26 @@ class Machine:
         """Run every spawned thread to completion (or until simulated time ``until``)."""
         self.env.run(until=until)
 
+    def power_cycle(self, image: np.ndarray | None = None) -> None:
+        """Restart the machine: empty caches and WPQ, zero clocks, statistics, trace and DRAM,
+        a fresh scheduler; PM keeps its contents, or becomes ``image`` when given.
+
+        The SimPy environment is replaced only when it was used (time moved or events wait):
+        an unused one is as good as new and costs tens of microseconds to build.
+        """
+        self.engine.reset_volatile()
+        env = self.env
+        if env.now != 0 or env.peek() != float("inf"):
+            self.env = simpy.Environment()
+        if image is not None:
+            self.load_pm_image(image)
+
     # -- memory contents without timing ----------------------------------------------------------
     def peek(self, addr: int) -> int:
         """An 8-byte word's current value, without simulating an access."""
-        off = addr - self.pm.base
-        if 0 <= off < self.pm.size and not off & 7:  # fast path: an aligned PM word
-            return int(self.engine.mem.pm[off >> 3])
+        off = addr - self._pm_base
+        if 0 <= off < self._pm_size and not off & 7:  # fast path: an aligned PM word
+            return int(self._pm_words[off >> 3])
         r, w = self.engine.mem.locate(addr)
         return int(self.engine.mem.arrays[r][w])
 
@@ -204,6 +233,16 @@ class Machine:
         r, w = self.engine.mem.locate(addr)
         self.engine.mem.arrays[r][w] = value
 
+    def pm_words(self, addr: int, n: int) -> np.ndarray:
+        """A copy of ``n`` consecutive PM words from ``addr`` (untimed; one slice, cheaper than
+        ``n`` peeks)."""
+        off = addr - self._pm_base
+        if off & 7 or off < 0 or n < 0 or off + 8 * n > self._pm_size:
+            raise ConfigError(f"PM words [{addr:#x}, {addr + 8 * n:#x}) are not 8-byte aligned "
+                              f"words of the PM region [{self._pm_base:#x}, "
+                              f"{self._pm_base + self._pm_size:#x})")
+        return self._pm_words[off >> 3: (off >> 3) + n].copy()
+
     def peek_bytes(self, addr: int, n: int) -> bytes:
         r, w = self.engine.mem.locate(addr & ~7)
         arr = self.engine.mem.arrays[r]
@@ -211,11 +250,11 @@ class Machine:
 
     def pm_image(self) -> np.ndarray:
         """A copy of the PM region's current contents as bytes (what all caches would write)."""
-        return self.engine.mem.pm.view(np.uint8).copy()
+        return self._pm_bytes.copy()
 
     def load_pm_image(self, image: np.ndarray) -> None:
         """Replace the PM region's contents (e.g. with a crash image before recovery)."""
-        pm = self.engine.mem.pm.view(np.uint8)
+        pm = self._pm_bytes
         if image.shape != pm.shape:
             raise ConfigError(f"image has {image.size} bytes, the PM region {pm.size}")
         pm[:] = image
@@ -234,6 +273,10 @@ class Machine:
     def stats(self) -> np.ndarray:
         """Per-thread statistics (a NumPy structured array, STATS_DTYPE)."""
         return self.engine.get_stats()
+
+    def count(self, name: str) -> int:
+        """One counter summed over threads (e.g. ``"stores"``), cheaper than ``stats()``."""
+        return self.engine.count(name)
 
     def stats_records(self) -> list[dict[str, Any]]:
         return records(self.stats())

@@ -947,3 +947,86 @@ def test_memory_contents_match_a_flat_model(backend: str, program: list[tuple[st
     assert int(np.isin(ev["kind"], [Ev.STORE, Ev.NTSTORE]).sum()) == pm_stores
     times = {t: ev[ev["tid"] == t]["time"] for t in (0, 1)}
     assert all((np.diff(x) >= 0).all() for x in times.values())
+
+
+# -- the functional machine ------------------------------------------------------------------
+def _workers(cpu: Any, lock: Any, log: list[int]) -> Generator[Any, Any, None]:
+    for i in range(3):
+        req = yield from cpu.acquire(lock)
+        v = cpu.load(PM)
+        cpu.store(PM, v + 1)
+        cpu.clwb(PM)
+        cpu.persist_barrier()
+        log.append(cpu.tid)
+        yield from cpu.release(lock, req)
+        cpu.work(5.0 * (i + 1))
+
+
+@pytest.mark.parametrize("domain", ["pdom0", "pdom1", "pdom2"])
+def test_functional_machine_has_the_timed_results_without_timing(backend: str, domain: str) -> None:
+    """Same memory, values and trace events (WB aside, all at time 0); no caches, no clock."""
+    runs = {}
+    for timed in (True, False):
+        _need(backend)
+        m = Machine(TINY.replace(domain=domain), backend=backend, timed=timed)
+        assert m.timed is timed
+        lock, log = m.lock(), []
+        for t in range(2):
+            m.spawn(_workers, t, lock, log)
+        m.run()
+        for i in range(6):
+            m.cpu(0).store(PM + STRIDE * i, i)  # evictions in the timed machine
+        assert m.cpu(1).cas(PM + STRIDE, 1, 9) == 1
+        runs[timed] = (m.pm_image(), m.trace().events, m.stats(), log)
+    (img_t, ev_t, st_t, log_t), (img_f, ev_f, st_f, log_f) = runs[True], runs[False]
+    assert np.array_equal(img_t, img_f) and log_t == log_f == [0, 1] * 3
+    assert ev_t["time"].max() > 0 and not ev_f["time"].any()
+    kept = ev_t[ev_t["kind"] != Ev.WB]
+    for f in ("kind", "tid", "aux", "addr", "value"):
+        assert kept[f].tolist() == ev_f[f].tolist(), f
+    for f in ("stores", "loads", "rmws", "clwb", "sfence", "pcommit", "persist_barriers"):
+        assert st_t[f].tolist() == st_f[f].tolist(), f
+    for f in ("l1_hits", "l1_misses", "writebacks", "wpq_inserts", "pm_write_bytes"):
+        assert not st_f[f].any(), f
+    assert not st_f["time_ns"].any() and not st_f["work_ns"].any()
+
+
+@pytest.mark.parametrize("timed", [True, False])
+def test_power_cycle_keeps_pm_and_loads_an_image(backend: str, timed: bool) -> None:
+    _need(backend)
+    m = Machine(BASE, backend=backend, timed=timed)
+    cpu = m.cpu(0)
+    cpu.store(PM, 7)
+    cpu.store(DRAM, 8)
+    m.power_cycle()
+    assert m.peek(PM) == 7 and m.peek(DRAM) == 0
+    assert len(m.trace()) == 0 and m.count("stores") == 0 and cpu.clock == 0.0
+    img = m.pm_image()
+    img[8:16] = 3
+    m.power_cycle(img)
+    assert cpu.load(PM + 8) == 0x0303030303030303 and m.peek(PM) == 7
+
+
+def test_power_cycle_replaces_only_a_used_scheduler(backend: str) -> None:
+    m = mk(backend)
+    env = m.env
+    m.power_cycle()
+    assert m.env is env  # unused: kept
+    m.spawn(_workers, 0, m.lock(), [])
+    m.run()
+    assert m.env.now > 0
+    m.power_cycle()
+    assert m.env is not env and m.env.now == 0
+
+
+def test_pm_words_copies_aligned_pm_words(backend: str) -> None:
+    m = mk(backend)
+    m.poke(PM + 8, 5)
+    m.poke(PM + 16, 6)
+    words = m.pm_words(PM + 8, 2)
+    assert words.tolist() == [5, 6]
+    words[0] = 1
+    assert m.peek(PM + 8) == 5
+    for addr, n in ((PM + 4, 1), (PM - 8, 1), (PM + (1 << 20) - 8, 2), (DRAM, 1)):
+        with pytest.raises(ConfigError, match="PM words"):
+            m.pm_words(addr, n)

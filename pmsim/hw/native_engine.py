@@ -1,5 +1,9 @@
 """The C machine engine: the same instructions, rules and results as :class:`PyEngine`, in C.
 
+``CEngine(cfg, timed=False)`` is the functional twin of
+:class:`~pmsim.hw.reference.FunctionalEngine` instead: the same memory, values, instruction
+counts and trace (minus WB events and times) without simulating caches, the WPQ or clocks.
+
 ``CEngine`` wraps ``csrc/machine.c``. It keeps the functional memory in the NumPy arrays of a
 :class:`~pmsim.hw.reference.Memory` (``engine.mem``), which the C code reads and writes through
 pointers, so ``Machine.peek``/``poke``/``pm_image``/``load_pm_image`` work unchanged. Modify
@@ -34,6 +38,7 @@ from .reference import (
     OP_STORE,
     OP_XCHG,
     Memory,
+    check_counter,
 )
 
 _DOMAINS = {"pdom0": 0, "pdom1": 1, "pdom2": 2}
@@ -62,7 +67,7 @@ def check_layouts(ffi: Any) -> None:
                              f"{np_fields}. Rebuild the C core from matching sources.")
 
 
-def _config(ffi: Any, cfg: MachineConfig, mem: Memory) -> Any:
+def _config(ffi: Any, cfg: MachineConfig, mem: Memory, timed: bool = True) -> Any:
     c = ffi.new("pm_config *")
     cc = cfg.cache
     c.cores = cfg.cores
@@ -80,6 +85,7 @@ def _config(ffi: Any, cfg: MachineConfig, mem: Memory) -> Any:
     c.barrier_ns = float(cfg.barrier_ns)
     c.nregions = len(mem.regions)
     c.pm_index = mem.pm_index
+    c.timed = 1 if timed else 0
     return c
 
 
@@ -105,16 +111,17 @@ class CEngine:
     get_clock: Callable[[int], float]
     set_clock: Callable[[int, float], None]
 
-    def __init__(self, cfg: MachineConfig) -> None:
+    def __init__(self, cfg: MachineConfig, timed: bool = True) -> None:
         ffi, lib = _lib()
         check_layouts(ffi)
         self.cfg = cfg
+        self.timed = timed
         self.mem = Memory(cfg)
         self._ffi, self._lib = ffi, lib
         self._words = [ffi.from_buffer("uint64_t[]", a) for a in self.mem.arrays]
         bases = ffi.new("uint64_t[]", [r.base for r in self.mem.regions])
         sizes = ffi.new("uint64_t[]", [r.size for r in self.mem.regions])
-        raw = lib.pm_machine_new(_config(ffi, cfg, self.mem), bases, sizes,
+        raw = lib.pm_machine_new(_config(ffi, cfg, self.mem, timed), bases, sizes,
                                  ffi.new("uint64_t *[]", self._words))
         if raw == ffi.NULL:
             raise MemoryError("not enough memory for the machine's caches; use smaller caches "
@@ -271,6 +278,11 @@ class CEngine:
         out = np.zeros(self.cfg.cores, dtype=STATS_DTYPE)
         self._lib.pm_get_stats(self._m, self._ffi.cast("pm_stats *", self._ffi.from_buffer(out)))
         return out
+
+    def count(self, name: str) -> int:
+        """The sum over threads of the counter ``name`` (e.g. ``"stores"``), in one C call."""
+        check_counter(name)
+        return int(self._lib.pm_stat_sum(self._m, STATS_DTYPE.fields[name][1]))
 
     def trace(self) -> np.ndarray:
         """A copy of the persistence trace (TRACE_DTYPE)."""

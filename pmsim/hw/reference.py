@@ -1,6 +1,6 @@
-"""The pure-Python machine engine: caches, coherence, WPQ, media, trace, statistics.
+"""The pure-Python machine engines: timed (caches, coherence, WPQ, media) and functional.
 
-This is the executable specification of the timed machine. The C core (``pmsim/cache/csrc``)
+``PyEngine`` is the executable specification of the timed machine. The C core (``pmsim/cache/csrc``)
 implements exactly the same rules, operation for operation and in the same floating-point
 order, so that both backends produce identical statistics and traces (tests/hw/test_differential.py).
 
@@ -23,6 +23,12 @@ Rules, in brief (times in ns, each thread has its own clock):
   flushed store. pcommit (PDOM-0 only) makes the next fence wait until the WPQ has drained.
 * ``persist_barrier``: PDOM-0 ``sfence; pcommit; sfence``, PDOM-1 ``sfence``, PDOM-2 nothing.
   In 'fixed' barrier mode its fences cost nothing and the barrier costs ``barrier_ns``.
+
+``FunctionalEngine`` is the untimed specification (the C core's functional mode): memory
+contents, loaded values and CAS results are the timed engine's (caches hold no data here, only
+timing state), and so are the instruction counters and the trace without its WB events; no
+cache, WPQ or time statistics are kept and clocks move only by ``set_clock``. Crash recovery
+and its oracle need nothing more.
 """
 
 from __future__ import annotations
@@ -45,6 +51,16 @@ BATCH_DTYPE = np.dtype([("op", "u1"), ("pad", "u1"), ("tid", "u2"), ("aux", "u4"
 """One operation of a batch: ``arg`` is CAS's new value, work's ns (float bits) or unused."""
 
 _WB_EVICT, _WB_FLUSH, _WB_NT = 0, 1, 2
+
+COUNTERS = tuple(n for n in STATS_DTYPE.names if STATS_DTYPE.fields[n][0] == np.uint64)
+"""The integer statistics (instruction and event counts, bytes)."""
+
+
+def check_counter(name: str) -> None:
+    """Raise a ConfigError unless ``name`` is an integer statistic."""
+    if name not in COUNTERS:
+        raise ConfigError(f"{name!r} is not a counter of the machine's statistics; use one of "
+                          f"{', '.join(COUNTERS)}")
 
 
 class Memory:
@@ -80,6 +96,7 @@ class PyEngine:
     """The reference engine. Every method takes the thread id first."""
 
     backend = "python"
+    timed = True
 
     def __init__(self, cfg: MachineConfig) -> None:
         self.cfg = cfg
@@ -446,39 +463,214 @@ class PyEngine:
         out["time_ns"] = self.clock
         return out
 
+    def count(self, name: str) -> int:
+        """The sum over threads of the counter ``name`` (e.g. ``"stores"``)."""
+        check_counter(name)
+        return int(self.stats[name].sum())
+
     def run_batch(self, ops: np.ndarray) -> np.ndarray:
         """Run a batch of BATCH_DTYPE operations; return the loaded/old values (0 otherwise)."""
-        out = np.zeros(len(ops), dtype=np.uint64)
-        for i, o in enumerate(ops.tolist()):
-            op, _, tid, aux, addr, value, arg = o
-            if op == OP_LOAD:
-                out[i] = self.load(tid, addr)
-            elif op == OP_STORE:
-                self.store(tid, addr, value)
-            elif op == OP_NTSTORE:
-                self.ntstore(tid, addr, value)
-            elif op == OP_CLFLUSH:
-                self.clflush(tid, addr)
-            elif op == OP_CLFLUSHOPT:
-                self.clflushopt(tid, addr)
-            elif op == OP_CLWB:
-                self.clwb(tid, addr)
-            elif op == OP_SFENCE:
-                self.sfence(tid)
-            elif op == OP_MFENCE:
-                self.mfence(tid)
-            elif op == OP_PCOMMIT:
-                self.pcommit(tid)
-            elif op == OP_CAS:
-                out[i] = self.cas(tid, addr, value, arg)
-            elif op == OP_XCHG:
-                out[i] = self.xchg(tid, addr, value)
-            elif op == OP_WORK:
-                self.work(tid, float(np.array(arg, np.uint64).view(np.float64)))
-            elif op == OP_MARK:
-                self.mark(tid, aux, value)
-            elif op == OP_PB:
-                self.persist_barrier(tid)
-            else:
-                raise ConfigError(f"batch op {i}: unknown op code {op}")
+        return run_batch(self, ops)
+
+
+def run_batch(e: PyEngine | FunctionalEngine, ops: np.ndarray) -> np.ndarray:
+    """Run BATCH_DTYPE operations one by one on a Python engine; the loaded/old values."""
+    out = np.zeros(len(ops), dtype=np.uint64)
+    for i, o in enumerate(ops.tolist()):
+        op, _, tid, aux, addr, value, arg = o
+        if op == OP_LOAD:
+            out[i] = e.load(tid, addr)
+        elif op == OP_STORE:
+            e.store(tid, addr, value)
+        elif op == OP_NTSTORE:
+            e.ntstore(tid, addr, value)
+        elif op == OP_CLFLUSH:
+            e.clflush(tid, addr)
+        elif op == OP_CLFLUSHOPT:
+            e.clflushopt(tid, addr)
+        elif op == OP_CLWB:
+            e.clwb(tid, addr)
+        elif op == OP_SFENCE:
+            e.sfence(tid)
+        elif op == OP_MFENCE:
+            e.mfence(tid)
+        elif op == OP_PCOMMIT:
+            e.pcommit(tid)
+        elif op == OP_CAS:
+            out[i] = e.cas(tid, addr, value, arg)
+        elif op == OP_XCHG:
+            out[i] = e.xchg(tid, addr, value)
+        elif op == OP_WORK:
+            e.work(tid, float(np.array(arg, np.uint64).view(np.float64)))
+        elif op == OP_MARK:
+            e.mark(tid, aux, value)
+        elif op == OP_PB:
+            e.persist_barrier(tid)
+        else:
+            raise ConfigError(f"batch op {i}: unknown op code {op}")
+    return out
+
+
+FUNCTIONAL_COUNTERS = ("loads", "stores", "ntstores", "rmws", "clflush", "clflushopt", "clwb",
+                       "sfence", "mfence", "pcommit", "persist_barriers")
+"""The statistics the functional engines keep (the rest stay zero)."""
+
+
+class FunctionalEngine:
+    """The untimed reference engine: memory, values, counters and trace without the memory
+    system (see the module docstring). Every method takes the thread id first."""
+
+    backend = "python"
+    timed = False
+
+    def __init__(self, cfg: MachineConfig) -> None:
+        self.cfg = cfg
+        self.mem = Memory(cfg)
+        self._pm = self.mem.pm_index
+        self._reset_counts()
+
+    def _reset_counts(self) -> None:
+        n = self.cfg.cores
+        self.clock = [0.0] * n
+        self.counts = [dict.fromkeys(FUNCTIONAL_COUNTERS, 0) for _ in range(n)]
+        self._trace: list[tuple] = []
+
+    def _check_tid(self, tid: int) -> dict[str, int]:
+        """The counters of thread ``tid``, or the ConfigError the C engine raises."""
+        n = self.cfg.cores
+        if not isinstance(tid, int) or not 0 <= tid < n:
+            raise ConfigError(f"thread {tid} does not exist: the machine has {n} cores "
+                              f"(threads 0..{n - 1})")
+        return self.counts[tid]
+
+    def reset_volatile(self) -> None:
+        """Power cycle: zero clocks, counters, trace and DRAM; keep PM."""
+        for i, arr in enumerate(self.mem.arrays):
+            if i != self._pm:
+                arr[:] = 0
+        self._reset_counts()
+
+    # -- trace ---------------------------------------------------------------------------------
+    def _emit(self, kind: int, tid: int, aux: int, addr: int, value: int) -> None:
+        self._trace.append((kind, 0, tid, aux, addr, value, self.clock[tid]))
+
+    def trace(self) -> np.ndarray:
+        return np.array(self._trace, dtype=TRACE_DTYPE)
+
+    def reset_trace(self) -> None:
+        self._trace.clear()
+
+    def trace_len(self) -> int:
+        return len(self._trace)
+
+    # -- instructions --------------------------------------------------------------------------
+    def load(self, tid: int, addr: int) -> int:
+        r, w = self.mem.locate(addr)
+        self._check_tid(tid)["loads"] += 1
+        return int(self.mem.arrays[r][w])
+
+    def _write(self, tid: int, addr: int, value: int, kind: Ev, counter: str) -> None:
+        r, w = self.mem.locate(addr)
+        c = self._check_tid(tid)
+        self.mem.arrays[r][w] = value
+        c[counter] += 1
+        if r == self._pm:
+            self._emit(kind, tid, 0, addr, value)
+
+    def store(self, tid: int, addr: int, value: int) -> None:
+        self._write(tid, addr, value, Ev.STORE, "stores")
+
+    def ntstore(self, tid: int, addr: int, value: int) -> None:
+        self._write(tid, addr, value, Ev.NTSTORE, "ntstores")
+
+    def _flush(self, tid: int, addr: int, kind: Ev) -> None:
+        r, _ = self.mem.locate(addr & ~7)
+        self._check_tid(tid)[kind.name.lower()] += 1
+        if r == self._pm:
+            self._emit(kind, tid, 0, addr >> 6 << 6, 0)
+
+    def clflush(self, tid: int, addr: int) -> None:
+        self._flush(tid, addr, Ev.CLFLUSH)
+
+    def clflushopt(self, tid: int, addr: int) -> None:
+        self._flush(tid, addr, Ev.CLFLUSHOPT)
+
+    def clwb(self, tid: int, addr: int) -> None:
+        self._flush(tid, addr, Ev.CLWB)
+
+    def sfence(self, tid: int) -> None:
+        self._check_tid(tid)["sfence"] += 1
+        self._emit(Ev.SFENCE, tid, 0, 0, 0)
+
+    def mfence(self, tid: int) -> None:
+        self._check_tid(tid)["mfence"] += 1
+        self._emit(Ev.MFENCE, tid, 0, 0, 0)
+
+    def pcommit(self, tid: int) -> None:
+        self._check_tid(tid)["pcommit"] += 1
+        self._emit(Ev.PCOMMIT, tid, 0, 0, 0)
+
+    def _rmw(self, tid: int, addr: int, expected: int | None, value: int) -> int:
+        r, w = self.mem.locate(addr)
+        c = self._check_tid(tid)
+        arr = self.mem.arrays[r]
+        old = int(arr[w])
+        stored = expected is None or old == expected
+        if stored:
+            arr[w] = value
+        c["rmws"] += 1
+        if r == self._pm:
+            self._emit(Ev.RMW, tid, 1 if stored else 0, addr, value if stored else old)
+        else:
+            self._emit(Ev.RMW, tid, 0, 0, 0)
+        return old
+
+    def cas(self, tid: int, addr: int, expected: int, new: int) -> int:
+        """Compare-and-swap; returns the old value (the swap happened iff it equals expected)."""
+        return self._rmw(tid, addr, expected, new)
+
+    def xchg(self, tid: int, addr: int, value: int) -> int:
+        return self._rmw(tid, addr, None, value)
+
+    def work(self, tid: int, ns: float) -> None:
+        self._check_tid(tid)
+
+    def mark(self, tid: int, code: int, value: int) -> None:
+        self._check_tid(tid)
+        self._emit(Ev.MARK, tid, code, 0, value)
+
+    def persist_barrier(self, tid: int) -> None:
+        self._check_tid(tid)["persist_barriers"] += 1
+        domain = self.cfg.domain
+        if domain == "pdom0":
+            self.sfence(tid)
+            self.pcommit(tid)
+            self.sfence(tid)
+        elif domain == "pdom1":
+            self.sfence(tid)
+
+    # -- clocks, stats, batches ----------------------------------------------------------------
+    def get_clock(self, tid: int) -> float:
+        self._check_tid(tid)
+        return self.clock[tid]
+
+    def set_clock(self, tid: int, t: float) -> None:
+        self._check_tid(tid)
+        self.clock[tid] = t
+
+    def get_stats(self) -> np.ndarray:
+        out = np.zeros(self.cfg.cores, dtype=STATS_DTYPE)
+        for t, c in enumerate(self.counts):
+            for name, v in c.items():
+                out[t][name] = v
+        out["time_ns"] = self.clock
         return out
+
+    def count(self, name: str) -> int:
+        """The sum over threads of the counter ``name`` (e.g. ``"stores"``)."""
+        check_counter(name)
+        return sum(c.get(name, 0) for c in self.counts)
+
+    def run_batch(self, ops: np.ndarray) -> np.ndarray:
+        """Run a batch of BATCH_DTYPE operations; return the loaded/old values (0 otherwise)."""
+        return run_batch(self, ops)

@@ -23,6 +23,12 @@ ALLOC, FREE = 0, 1
 """Allocation-log entry tags (the low bit of a block address)."""
 
 
+SMALL_CLASS = 4096
+"""Size classes of at most this many blocks are scanned as one Python int (much faster than
+NumPy at the sizes crash fuzzing uses, where every recovered image rebuilds the lists);
+larger classes are scanned with NumPy."""
+
+
 class HeapExhausted(PmsimError):
     """The planned heap has no free block of the requested size class."""
 
@@ -103,10 +109,18 @@ class Allocator:
             cpu.cas(word, old, new)  # type: ignore[attr-defined]
         return word & ~(LINE - 1)
 
+    def _bitmap_words(self, c: HeapClass) -> np.ndarray:
+        return self.m.pm_words(c.bitmap, (c.nblocks + 63) >> 6)  # type: ignore[attr-defined]
+
     def bitmap_bits(self, c: HeapClass) -> np.ndarray:
         """The class's bitmap as a bool array (untimed)."""
-        raw = self.m.peek_bytes(c.bitmap, (c.nblocks + 7) // 8)  # type: ignore[attr-defined]
-        return np.unpackbits(np.frombuffer(raw, np.uint8), bitorder="little")[: c.nblocks].astype(bool)
+        raw = self._bitmap_words(c).view(np.uint8)
+        return np.unpackbits(raw, bitorder="little")[: c.nblocks].astype(bool)
+
+    def bitmap_int(self, c: HeapClass) -> int:
+        """The class's bitmap as one Python int, bit i = block i (untimed)."""
+        raw = self._bitmap_words(c).tobytes()
+        return int.from_bytes(raw, "little") & ((1 << c.nblocks) - 1)
 
     def is_allocated(self, addr: int) -> bool:
         ci, bi = self.owner(addr)
@@ -117,13 +131,25 @@ class Allocator:
         """Every block whose bit is set (untimed)."""
         out: set[int] = set()
         for c in self.classes:
-            idx = np.flatnonzero(self.bitmap_bits(c))
-            out.update((c.base + c.block * idx).tolist())
+            if c.nblocks > SMALL_CLASS:
+                idx = np.flatnonzero(self.bitmap_bits(c))
+                out.update((c.base + c.block * idx).tolist())
+                continue
+            x = self.bitmap_int(c)
+            while x:
+                low = x & -x
+                out.add(c.base + c.block * (low.bit_length() - 1))
+                x ^= low
         return out
 
     def rebuild(self) -> None:
-        """Rebuild the volatile lists from the bitmaps (after format or recovery)."""
+        """Rebuild the volatile lists from the bitmaps (after format or recovery): per
+        superblock, the bump index goes past the highest allocated block and the free blocks
+        below it form the list (lowest on top)."""
         for ci, c in enumerate(self.classes):
+            if c.nblocks <= SMALL_CLASS:
+                self._rebuild_small(ci, c)
+                continue
             bits = self.bitmap_bits(c)
             for t in range(len(self.free[ci])):
                 lo, hi = c.per_thread * t, c.per_thread * (t + 1)
@@ -133,12 +159,31 @@ class Allocator:
                 self.free[ci][t] = holes[::-1].tolist()
                 self.bump[ci][t] = top
 
+    def _rebuild_small(self, ci: int, c: HeapClass) -> None:
+        """:meth:`rebuild` of one class with the bitmap as a Python int."""
+        x = self.bitmap_int(c)
+        per = c.per_thread
+        full = (1 << per) - 1
+        for t in range(len(self.free[ci])):
+            lo = per * t
+            seg = (x >> lo) & full
+            top = seg.bit_length()
+            holes = []
+            free = ~seg & ((1 << top) - 1)
+            while free:  # highest first, so pop() hands out the lowest
+                b = free.bit_length() - 1
+                holes.append(lo + b)
+                free ^= 1 << b
+            self.free[ci][t] = holes
+            self.bump[ci][t] = lo + top
+
     def volatile_free(self) -> set[int]:
         """Every block the volatile lists would hand out (for invariant checks)."""
         out: set[int] = set()
         for ci, c in enumerate(self.classes):
+            base, block = c.base, c.block
             for t, lst in enumerate(self.free[ci]):
-                out.update(c.base + c.block * b for b in lst)
-                out.update(c.base + c.block * b
-                           for b in range(self.bump[ci][t], c.per_thread * (t + 1)))
+                out.update([base + block * b for b in lst])
+                out.update(range(base + block * self.bump[ci][t],
+                                 base + block * c.per_thread * (t + 1), block))
         return out

@@ -12,7 +12,6 @@ address range.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -163,14 +162,17 @@ class Layout:
         return False
 
     def fingerprint(self) -> int:
-        """A 63-bit hash of the layout, stored in PM so a mismatched recovery fails loudly."""
-        return _fingerprint(self)
+        """A 63-bit hash of the layout, stored in PM so a mismatched recovery fails loudly.
 
-
-@functools.lru_cache(maxsize=256)
-def _fingerprint(layout: Layout) -> int:
-    h = hashlib.blake2b(repr(layout).encode(), digest_size=8).digest()
-    return int.from_bytes(h, "little") >> 1
+        Computed once per instance: recovery checks it on every crash image, and hashing the
+        nested dataclass (for a shared cache) costs more than the check itself.
+        """
+        fp = self.__dict__.get("_fingerprint")
+        if fp is None:
+            h = hashlib.blake2b(repr(self).encode(), digest_size=8).digest()
+            fp = int.from_bytes(h, "little") >> 1
+            self.__dict__["_fingerprint"] = fp  # frozen: bypass __setattr__, as cached_property
+        return fp
 
 
 def plan(family: str, spec: PMSpec, threads: int, base: int, *,

@@ -113,9 +113,15 @@ class Array(Workload):
         return ArrayModel(self.p.slot_words)
 
     def read_data(self, rt: Runtime) -> Hashable:
+        """``((slot, (words...)), ...)`` for every non-zero slot, converted to Python ints in
+        bulk (the crash fuzzer reads this once per recovered image)."""
         arr = rt.peek_static("slots")
-        rows = np.flatnonzero(arr.any(axis=1))
-        return tuple((int(i), tuple(int(v) for v in arr[i])) for i in rows)
+        if arr.shape[1] == 1:
+            col = arr[:, 0]
+            rows = col.nonzero()[0]
+            return tuple(zip(rows.tolist(), zip(col[rows].tolist()), strict=True))
+        rows = arr.any(axis=1).nonzero()[0]
+        return tuple(zip(rows.tolist(), map(tuple, arr[rows].tolist()), strict=True))
 
 
 @register_workload

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -21,13 +22,17 @@ STORES = (Ev.STORE, Ev.NTSTORE)
 
 @st.composite
 def events(draw: st.DrawFn, max_events: int = 12, max_stores: int = 8, lines: int = 2,
-           wb: bool = False, min_events: int = 0, clflush: bool = False) -> list[tuple]:
+           wb: bool = False, min_events: int = 0, clflush: bool = False, nt: bool = False
+           ) -> list[tuple]:
     """Random two-thread event rows ``(kind, tid, addr, value, aux)``.
 
-    ``clflush`` biases towards CLFLUSH and away from fences (spaces with ordering edges).
+    ``clflush`` biases towards CLFLUSH and away from fences; ``nt`` towards non-temporal stores
+    (long NT windows in PDOM-2).
     """
     if clflush:
         kinds = [Ev.STORE] * 5 + [Ev.CLFLUSH] * 3 + [Ev.CLWB, Ev.SFENCE, Ev.MARK]
+    elif nt:
+        kinds = [Ev.STORE] * 4 + [Ev.NTSTORE] * 4 + [Ev.CLFLUSH, Ev.RMW, Ev.SFENCE, Ev.MARK]
     else:
         kinds = ([Ev.STORE] * 5 + [Ev.CLFLUSH, Ev.CLFLUSHOPT, Ev.CLWB, Ev.PCOMMIT] * 2
                  + [Ev.NTSTORE, Ev.RMW, Ev.SFENCE, Ev.MFENCE, Ev.MARK] + ([Ev.WB] * 2 if wb else []))
@@ -44,7 +49,8 @@ def events(draw: st.DrawFn, max_events: int = 12, max_stores: int = 8, lines: in
             if stored and stores >= max_stores:
                 k, stored = Ev.SFENCE, 0
             stores += stored
-            aux = stored if k == Ev.RMW else 0
+            # RMW: whether it stored; NTSTORE: issued (0) or drained (1)
+            aux = stored if k == Ev.RMW else draw(st.integers(0, 1)) if k == Ev.NTSTORE else 0
             rows.append((k, t, line * 64 + atom * 8, v, aux))
         elif k in (Ev.CLFLUSH, Ev.CLFLUSHOPT, Ev.CLWB):
             rows.append((k, t, line * 64, 0, 0))
@@ -70,13 +76,23 @@ def _is_store(r: tuple) -> bool:
     return r[0] in STORES or (r[0] == Ev.RMW and r[4] == 1)
 
 
-def brute_images(rows: list[tuple], k: int, order: str, domain: str) -> set[bytes]:
-    """Surviving images at point k, from the definitions: down-closed D with G <= D <= V."""
+def brute_images(rows: list[tuple], k: int, order: str, domain: str,
+                 before: Sequence[tuple[int, int]] = ()) -> set[bytes]:
+    """Surviving images at point k, from the definitions: down-closed D with G <= D <= V.
+
+    ``before``: extra ``(a, b)`` event pairs, store a persists before store b (PDOM-0/1).
+    """
     fences = {i for i, r in enumerate(rows) if r[0] in (Ev.SFENCE, Ev.MFENCE, Ev.RMW)}
     V = [i for i in range(k) if _is_store(rows[i])]
 
     def chain(i: int) -> int:
         return rows[i][2] // (64 if order == "line" else 8)
+
+    def line(i: int) -> int:
+        return rows[i][2] // 64
+
+    def issued_nt(i: int) -> bool:
+        return rows[i][0] == Ev.NTSTORE and rows[i][4] != 1
 
     def fenced(t: int, a: int) -> int | None:
         """Position of thread t's first fence after a, if before k."""
@@ -85,44 +101,39 @@ def brute_images(rows: list[tuple], k: int, order: str, domain: str) -> set[byte
                 return g
         return None
 
-    def cover_fence(s: int) -> int | None:
-        """Earliest completed fence that makes store s covered-and-fenced."""
-        best = None
-        for f in range(s, k):
+    def covered(s: int) -> int | None:
+        """Earliest event whose completion covers store s (persistent in PDOM-1, accepted in
+        PDOM-0): s itself when drained, a CLFLUSH, else the fence after a flush or issued NT."""
+        times = []
+        if rows[s][0] == Ev.NTSTORE:
+            times.append(fenced(rows[s][1], s) if issued_nt(s) else s)
+        for f in range(s + 1, k):
             r = rows[f]
-            covers = (f == s and r[0] == Ev.NTSTORE) or (
-                r[0] in (Ev.CLFLUSH, Ev.CLFLUSHOPT, Ev.CLWB) and f > s and r[2] == rows[s][2] // 64 * 64)
-            if covers:
-                g = fenced(r[1], f)
-                if g is not None and (best is None or g < best):
-                    best = g
-        return best
+            if r[0] in (Ev.CLFLUSH, Ev.CLFLUSHOPT, Ev.CLWB) and r[2] == line(s) * 64:
+                times.append(f if r[0] == Ev.CLFLUSH else fenced(r[1], f))
+        return min((x for x in times if x is not None), default=None)
 
     if domain == "pdom2":
-        G = set(V)
+        G = {s for s in V if not issued_nt(s) or fenced(rows[s][1], s) is not None}
     elif domain == "pdom1":
-        G = {s for s in V if cover_fence(s) is not None}
+        G = {s for s in V if covered(s) is not None}
     else:
         G = set()
         for s in V:
-            acc = cover_fence(s)
+            acc = covered(s)
             if acc is None:
                 continue
             for p in range(acc + 1, k):
                 if rows[p][0] == Ev.PCOMMIT and fenced(rows[p][1], p) is not None:
                     G.add(s)
                     break
-    before = [(a, b) for a, b in itertools.combinations(V, 2) if chain(a) == chain(b)]
-    if domain == "pdom1":
-        for f in range(k):
-            if rows[f][0] == Ev.CLFLUSH:
-                cov = [s for s in V if s < f and rows[s][2] // 64 * 64 == rows[f][2]]
-                later = [s for s in V if s > f and rows[s][1] == rows[f][1]]
-                before += [(a, b) for a in cov for b in later]
+    order_pairs = [(a, b) for a, b in itertools.combinations(V, 2) if chain(a) == chain(b)]
+    if domain != "pdom2":
+        order_pairs += [(a, b) for a, b in before if b < k]
     out = set()
     for bits in range(1 << len(V)):
         D = {s for n, s in enumerate(V) if bits >> n & 1}
-        if not G <= D or any(b in D and a not in D for a, b in before):
+        if not G <= D or any(b in D and a not in D for a, b in order_pairs):
             continue
         img = np.zeros(SIZE, np.uint8)
         words = img.view(np.uint64)
@@ -132,20 +143,41 @@ def brute_images(rows: list[tuple], k: int, order: str, domain: str) -> set[byte
     return out
 
 
+def log_pairs(rows: list[tuple]) -> list[tuple[int, int]]:
+    """Event pairs of the test ordering: a store to line 0 (a "log") persists before every later
+    store of its thread to another line."""
+    stores = [i for i, r in enumerate(rows) if _is_store(r)]
+    return [(a, b) for a, b in itertools.combinations(stores, 2)
+            if rows[a][1] == rows[b][1] and rows[a][2] // 64 == 0 and rows[b][2] // 64 != 0]
+
+
+def log_edges(ix: TraceIndex, domain: str) -> list[Edge]:
+    """A test-defined edge provider: :func:`log_pairs` as persist-order edges."""
+    rows = [tuple(int(ix.trace.events[f][i]) for f in ("kind", "tid", "addr", "value", "aux"))
+            for i in range(ix.n)]
+    pos = {int(e): int(p) + 1 for e, p in zip(ix.st_event.tolist(), ix.st_pos.tolist(), strict=True)}
+    return [Edge(int(ix.chain[a]), pos[a], int(ix.chain[b]), pos[b]) for a, b in log_pairs(rows)]
+
+
 @settings(max_examples=300)
-@given(st.one_of(events(), events(min_events=6, clflush=True)), st.sampled_from(["line", "px86"]),
-       st.sampled_from(["pdom0", "pdom1", "pdom2"]), st.sampled_from(backends()))
-def test_states_match_the_definitions(rows: list[tuple], order: str, domain: str, backend: str) -> None:
-    model = CrashModel(make_trace(rows), order, domain, backend)
+@given(st.one_of(events(), events(min_events=6, clflush=True), events(min_events=4, nt=True)),
+       st.sampled_from(["line", "px86"]), st.sampled_from(["pdom0", "pdom1", "pdom2"]),
+       st.sampled_from(backends()), st.booleans())
+def test_states_match_the_definitions(rows: list[tuple], order: str, domain: str, backend: str,
+                                      with_edges: bool) -> None:
+    extra = [log_edges] if with_edges else []
+    model = CrashModel(make_trace(rows), order, domain, backend, extra_edge_providers=extra)
+    before = log_pairs(rows) if with_edges else []
     for k in range(len(rows) + 1):
         got = {img.tobytes() for img in model.space(k).images()}
-        assert got == brute_images(rows, k, order, domain), f"point {k}"
+        assert got == brute_images(rows, k, order, domain, before), f"point {k}"
 
 
 @pytest.mark.ccore
 @settings(max_examples=200)
-@given(events(max_events=40, max_stores=30, lines=4), st.sampled_from(["line", "px86"]),
-       st.sampled_from(["pdom0", "pdom1"]))
+@given(st.one_of(events(max_events=40, max_stores=30, lines=4),
+                 events(max_events=40, max_stores=30, lines=4, nt=True)),
+       st.sampled_from(["line", "px86"]), st.sampled_from(["pdom0", "pdom1", "pdom2"]))
 def test_sweep_c_equals_python(rows: list[tuple], order: str, domain: str) -> None:
     if not native.available():
         pytest.skip("C core not built")
@@ -196,13 +228,59 @@ def test_rmw_is_a_fence_and_a_store() -> None:
     assert lo.tolist() == [1, 0] and hi.tolist() == [1, 1]
 
 
-def test_clflush_edges_only_until_the_next_fence() -> None:
-    rows = [(Ev.STORE, 0, 0, 1), (Ev.CLFLUSH, 0, 0, 0), (Ev.STORE, 0, 64, 1), (Ev.SFENCE, 0, 0, 0),
-            (Ev.STORE, 0, 128, 1)]
+def test_clflush_is_durable_where_it_takes_effect() -> None:
+    rows = [(Ev.STORE, 1, 0, 1), (Ev.STORE, 0, 0, 2), (Ev.CLFLUSH, 0, 0, 0), (Ev.STORE, 0, 64, 1),
+            (Ev.STORE, 0, 0, 3)]
     m = CrashModel(make_trace(rows), "line", "pdom1", "python")
+    assert m.edges.shape == (0, 6)  # no ordering edges: the rule is a lower bound
+    assert [int(m.bounds(k)[0][0]) for k in range(6)] == [0, 0, 0, 2, 2, 2]
+    assert m.space(4).kind == "product" and m.space(4).count == 2  # y free, x fixed at 2
+    assert m.space(5).count == 2 * 2  # the younger x:=3 is not covered
+    m0 = CrashModel(make_trace(rows[:3] + [(Ev.PCOMMIT, 0, 0, 0), (Ev.SFENCE, 0, 0, 0)]), "line",
+                    "pdom0", "python")
+    assert [int(m0.bounds(k)[0][0]) for k in range(6)] == [0, 0, 0, 0, 0, 2]
+
+
+def test_pdom2_non_temporal_store_is_optional_until_its_fence() -> None:
+    rows = [(Ev.NTSTORE, 0, 0, 1), (Ev.STORE, 0, 64, 1), (Ev.STORE, 1, 128, 1), (Ev.SFENCE, 0, 0, 0),
+            (Ev.STORE, 0, 64, 2)]
+    m = CrashModel(make_trace(rows), "line", "pdom2", "python")
+    words = lambda sp: {tuple(im.view(np.uint64)[[0, 8, 16]].tolist()) for im in sp.images()}  # noqa: E731
+    assert words(m.space(2)) == {(0, 1, 0), (1, 1, 0)}
+    assert words(m.space(3)) == {(0, 1, 1), (1, 1, 1)}  # just before the fence
+    assert words(m.space(4)) == {(1, 1, 1)}
+    assert words(m.space(5)) == {(1, 2, 1)}
+    # the chain rule: a later store of x's chain forces it; a drained NT store is not optional
+    same = [(Ev.NTSTORE, 0, 0, 1), (Ev.STORE, 1, 8, 2)]
+    assert CrashModel(make_trace(same), "line", "pdom2", "python").space(2).count == 1
+    assert CrashModel(make_trace(same), "px86", "pdom2", "python").space(2).count == 2
+    drained = [(Ev.NTSTORE, 0, 0, 1, 1), (Ev.STORE, 0, 64, 1)]
+    m2 = CrashModel(make_trace(drained), "line", "pdom2", "python")
+    assert m2.lower is None and m2.space(2).count == 1  # the fast path: prefixes only
+
+
+def test_pdom2_intervals_inside_an_nt_window_are_refused() -> None:
+    rows = [(Ev.STORE, 0, 192, 1), (Ev.NTSTORE, 0, 0, 1), (Ev.STORE, 0, 64, 1), (Ev.CLWB, 0, 64, 0),
+            (Ev.STORE, 0, 128, 1), (Ev.SFENCE, 0, 0, 0)]
+    m = CrashModel(make_trace(rows), "line", "pdom2", "python")
+    with pytest.raises(ConfigError, match="non-temporal store may still be unpersisted"):
+        m.space(m.point(5, since=2))
+    assert m.space(m.point(4, since=2)).count == 2  # no store strictly inside: one box
+    assert m.space(m.point(1, since=-1)).kind == "prefix"  # before the window opens
+    assert [p.index for p in m.points()] == [1, 2, 4, 5, 6]
+
+
+def test_edge_provider_orders_until_the_bounds_imply_it() -> None:
+    rows = [(Ev.STORE, 0, 0, 1), (Ev.CLWB, 0, 0, 0), (Ev.STORE, 0, 64, 1), (Ev.SFENCE, 0, 0, 0),
+            (Ev.STORE, 0, 128, 1)]
+
+    def first_before_second(ix: TraceIndex, domain: str) -> list[Edge]:
+        return [Edge(0, 1, 1, 1, until=4)]  # from point 4 the fence guarantees line 0 anyway
+
+    m = CrashModel(make_trace(rows), "line", "pdom1", "python", edge_providers=[first_before_second])
     assert m.edges[:, :4].tolist() == [[0, 1, 1, 1]]
     assert m.space(3).kind == "ordered" and m.space(3).count == 3
-    assert m.space(5).kind == "product"
+    assert m.space(5).kind == "product" and m.space(5).count == 4
 
 
 def test_extra_edge_provider_is_consulted_and_validated() -> None:

@@ -11,7 +11,7 @@ from crashfuzz.points import every_points, reduced_points, sampled_points, selec
 from crashfuzz.states import CrashModel
 from pmsim.errors import ConfigError, UnknownNameError
 from pmsim.trace import Ev, Mark
-from tests.crashfuzz.test_model import backends, events, make_trace
+from tests.crashfuzz.test_model import backends, events, log_edges, make_trace
 
 
 def _union(model: CrashModel, kind: str) -> set[bytes]:
@@ -20,12 +20,31 @@ def _union(model: CrashModel, kind: str) -> set[bytes]:
 
 @settings(max_examples=150)
 @given(st.one_of(events(max_stores=9, lines=3, max_events=16),
-                 events(max_stores=9, lines=3, min_events=6, max_events=14, clflush=True)),
+                 events(max_stores=9, lines=3, min_events=6, max_events=14, clflush=True),
+                 events(max_stores=9, lines=3, min_events=6, max_events=14, nt=True)),
        st.sampled_from(["line", "px86"]), st.sampled_from(["pdom0", "pdom1", "pdom2"]),
-       st.sampled_from(backends()))
-def test_reduced_points_cover_every_point(rows: list[tuple], order: str, domain: str, backend: str) -> None:
-    model = CrashModel(make_trace(rows), order, domain, backend)
+       st.sampled_from(backends()), st.booleans())
+def test_reduced_points_cover_every_point(rows: list[tuple], order: str, domain: str, backend: str,
+                                          edges: bool) -> None:
+    model = CrashModel(make_trace(rows), order, domain, backend,
+                       extra_edge_providers=[log_edges] if edges else [])
     assert _union(model, "reduced") == _union(model, "every")
+    # without a domain the reduced points are what every domain needs
+    each = {p.index for d in ("pdom0", "pdom1", "pdom2") for p in reduced_points(model.trace, d)}
+    assert {p.index for p in reduced_points(model.trace)} == each
+
+
+def test_reduced_points_depend_on_the_domain() -> None:
+    rows = [(Ev.STORE, 0, 0, 1), (Ev.CLFLUSH, 0, 0, 0), (Ev.NTSTORE, 1, 64, 1), (Ev.STORE, 1, 128, 1),
+            (Ev.NTSTORE, 0, 192, 1, 1), (Ev.SFENCE, 1, 0, 0)]
+    tr = make_trace(rows)
+    got = {d: [(p.index, p.reason) for p in reduced_points(tr, d)] for d in ("pdom0", "pdom1", "pdom2")}
+    assert got["pdom0"] == [(5, "fence"), (6, "end")]
+    assert got["pdom1"] == [(1, "clflush"), (4, "movnt"), (5, "fence"), (6, "end")]
+    assert got["pdom2"] == [(2, "nt-window"), (3, "nt-window"), (4, "nt-window"), (5, "fence"), (6, "end")]
+    assert [p.index for p in reduced_points(tr)] == [1, 2, 3, 4, 5, 6]
+    with pytest.raises(UnknownNameError, match="pdom1"):
+        reduced_points(tr, "adr")
 
 
 @settings(max_examples=100)

@@ -13,15 +13,17 @@ from crashfuzz.model import image_hash
 from crashfuzz.states import CrashModel, StateSpace
 from pmsim.cache import native
 from pmsim.trace import Ev, Trace
-from tests.crashfuzz.test_model import backends, events, make_trace
+from tests.crashfuzz.test_model import backends, events, log_edges, make_trace
 
 ORDERS = st.sampled_from(["line", "px86"])
 DOMAINS = st.sampled_from(["pdom0", "pdom1", "pdom2"])
 
 
-def _spaces(rows: list[tuple], order: str, domain: str, backend: str, kind: str = "every"
-            ) -> list[StateSpace]:
-    model = CrashModel(make_trace(rows), order, domain, backend)
+def _spaces(rows: list[tuple], order: str, domain: str, backend: str, kind: str = "every",
+            edges: bool = False) -> list[StateSpace]:
+    """The spaces of every point of ``kind``; ``edges`` adds the test edge provider (ordered spaces)."""
+    model = CrashModel(make_trace(rows), order, domain, backend,
+                       extra_edge_providers=[log_edges] if edges else [])
     return [model.space(p) for p in model.points(kind)]
 
 
@@ -37,14 +39,15 @@ def _chain_bytes(space: StateSpace, img: np.ndarray, c: int) -> bytes:
 
 
 RICH = st.one_of(events(max_stores=9, lines=3, min_events=5, max_events=14),
-                 events(max_stores=9, lines=3, min_events=6, max_events=14, clflush=True))
+                 events(max_stores=9, lines=3, min_events=6, max_events=14, clflush=True),
+                 events(max_stores=9, lines=3, min_events=6, max_events=14, nt=True))
 
 
 @settings(max_examples=150)
-@given(RICH, ORDERS, DOMAINS, st.sampled_from(backends()))
+@given(RICH, ORDERS, DOMAINS, st.sampled_from(backends()), st.booleans())
 def test_enumeration_is_exact_and_images_respect_bounds(rows: list[tuple], order: str, domain: str,
-                                                        backend: str) -> None:
-    for space in _spaces(rows, order, domain, backend, "reduced"):
+                                                        backend: str, edges: bool) -> None:
+    for space in _spaces(rows, order, domain, backend, "reduced", edges):
         states = list(space.exhaustive())
         assert len(states) == space.count == len(set(states))
         assert [space.unrank(r) for r in range(space.count)] == states
@@ -77,10 +80,11 @@ def test_enumeration_is_exact_and_images_respect_bounds(rows: list[tuple], order
 
 
 @settings(max_examples=80)
-@given(RICH, ORDERS, DOMAINS, st.integers(0, 2**32 - 1))
-def test_samples_are_distinct_members(rows: list[tuple], order: str, domain: str, seed: int) -> None:
+@given(RICH, ORDERS, DOMAINS, st.integers(0, 2**32 - 1), st.booleans())
+def test_samples_are_distinct_members(rows: list[tuple], order: str, domain: str, seed: int,
+                                      edges: bool) -> None:
     rng = np.random.default_rng(seed)
-    for space in _spaces(rows, order, domain, "python", "reduced"):
+    for space in _spaces(rows, order, domain, "python", "reduced", edges):
         n = max(1, space.count // 2)
         got = space.sample(n, rng)
         assert len(got) == len(set(got)) == min(n, space.count)
@@ -91,12 +95,14 @@ def test_samples_are_distinct_members(rows: list[tuple], order: str, domain: str
 @pytest.mark.ccore
 @settings(max_examples=150)
 @given(st.one_of(events(max_events=20, max_stores=14, lines=3, min_events=5),
-                 events(max_events=20, max_stores=14, lines=3, min_events=8, clflush=True)), ORDERS, DOMAINS)
-def test_c_and_python_kernels_agree(rows: list[tuple], order: str, domain: str) -> None:
+                 events(max_events=20, max_stores=14, lines=3, min_events=8, clflush=True),
+                 events(max_events=20, max_stores=14, lines=3, min_events=8, nt=True)),
+       ORDERS, DOMAINS, st.booleans())
+def test_c_and_python_kernels_agree(rows: list[tuple], order: str, domain: str, edges: bool) -> None:
     if not native.available():
         pytest.skip("C core not built")
-    py = _spaces(rows, order, domain, "python", "reduced")
-    c = _spaces(rows, order, domain, "c", "reduced")
+    py = _spaces(rows, order, domain, "python", "reduced", edges)
+    c = _spaces(rows, order, domain, "c", "reduced", edges)
     for sp, sc in zip(py, c, strict=True):
         assert sp.count == sc.count and sp.kind == sc.kind
         n = min(sp.count, 300)
@@ -139,7 +145,20 @@ def test_pdom2_interval_gives_prefixes_of_the_store_order() -> None:
 
 
 def test_ordered_space_counts_a_star_of_edges() -> None:
-    # one clflushed line ordered before 6 later lines: 1 + 2**6 states over (x, y1..y6)
-    rows = [(Ev.STORE, 0, 0, 1), (Ev.CLFLUSH, 0, 0, 0)] + [(Ev.STORE, 0, 64 * i, 1) for i in range(1, 7)]
-    space = CrashModel(make_trace_big(rows), "line", "pdom1", "python").space(len(rows))
+    # one log line ordered before 6 later lines: 1 + 2**6 states over (x, y1..y6)
+    rows = [(Ev.STORE, 0, 0, 1)] + [(Ev.STORE, 0, 64 * i, 1) for i in range(1, 7)]
+    space = CrashModel(make_trace_big(rows), "line", "pdom1", "python",
+                       extra_edge_providers=[log_edges]).space(len(rows))
     assert space.kind == "ordered" and space.count == 1 + 2 ** 6 == len(list(space.exhaustive()))
+
+
+def test_pdom2_nt_window_spaces_are_boxes() -> None:
+    # x (movnt) may be missing until the fence; y1..y3 persist in order: 2 states per point
+    rows = ([(Ev.NTSTORE, 0, 0, 1)] + [(Ev.STORE, 0, 64 * i, 1) for i in range(1, 4)]
+            + [(Ev.SFENCE, 0, 0, 0)])
+    model = CrashModel(make_trace(rows), "line", "pdom2", "python")
+    pts = model.points()
+    assert [(p.index, p.reason) for p in pts] == [
+        (0, "nt-window"), (1, "nt-window"), (2, "nt-window"), (3, "nt-window"), (4, "fence"), (5, "end")]
+    assert [model.space(p).count for p in pts] == [1, 2, 2, 2, 2, 1]
+    assert model.coverage(model.points("every")).states == 1 + 2 * 4 + 1

@@ -46,109 +46,119 @@ static int pool_push(pool_t *p, int64_t *head, int64_t *tail, int64_t c, int64_t
     return 0;
 }
 
-int64_t crash_sweep(const uint8_t *kind, const uint16_t *tid, const int64_t *chain,
-                    const int64_t *frow, const int64_t *line_table, int64_t nrows, int64_t n,
-                    int64_t nchains, int64_t nthreads, int domain, int64_t *out_k,
-                    int64_t *out_chain, int64_t *out_lo, int64_t cap)
+typedef struct {
+    int64_t *lo, *accepted, *acc_c, *acc_v, *out_k, *out_chain, *out_lo;
+    int64_t nout, nacc, cap;
+    int pdom0;
+} sweep_t;
+
+/* lo[c] >= v from point at on; logged when it rises. 0, or -2 when the log is full. */
+static int raise_lo(sweep_t *w, int64_t at, int64_t c, int64_t v)
 {
-    if (n < 0 || nchains < 0 || nthreads <= 0 || nrows < 0 || cap < 0 || (domain != 0 && domain != 1))
+    if (v <= w->lo[c])
+        return 0;
+    if (w->nout >= w->cap)
+        return -2;
+    w->lo[c] = v;
+    w->out_k[w->nout] = at;
+    w->out_chain[w->nout] = c;
+    w->out_lo[w->nout++] = v;
+    return 0;
+}
+
+/* The first v stores of chain c are covered at point at: persistent, or accepted in PDOM-0. */
+static int cover(sweep_t *w, int64_t at, int64_t c, int64_t v)
+{
+    if (!w->pdom0)
+        return raise_lo(w, at, c, v);
+    if (v <= w->accepted[c])
+        return 0;
+    if (w->nacc >= w->cap)
+        return -2;
+    w->accepted[c] = v;
+    w->acc_c[w->nacc] = c;
+    w->acc_v[w->nacc++] = v;
+    return 0;
+}
+
+int64_t crash_sweep(const uint8_t *kind, const uint16_t *tid, const uint8_t *drained,
+                    const int64_t *chain, const int64_t *frow, const int64_t *line_table,
+                    int64_t nrows, int64_t n, int64_t nchains, int64_t nthreads, int domain,
+                    int64_t *out_k, int64_t *out_chain, int64_t *out_lo, int64_t cap)
+{
+    if (n < 0 || nchains < 0 || nthreads <= 0 || nrows < 0 || cap < 0 || domain < 0 || domain > 2)
         return -1;
-    int64_t res = -3, nout = 0, nacc = 0, applied = 0;
+    if (n > 0 && (!kind || !tid || !drained || !chain || !frow))
+        return -1;
+    int64_t res = -3, applied = 0;
     int64_t *count = calloc((size_t)nchains + 1, sizeof *count);
-    int64_t *lo = calloc((size_t)nchains + 1, sizeof *lo);
-    int64_t *accepted = calloc((size_t)nchains + 1, sizeof *accepted);
-    int64_t *acc_c = calloc((size_t)cap + 1, sizeof *acc_c);
-    int64_t *acc_v = calloc((size_t)cap + 1, sizeof *acc_v);
     int64_t *head = malloc((size_t)nthreads * sizeof *head);
     int64_t *tail = malloc((size_t)nthreads * sizeof *tail);
     int64_t *upto = malloc((size_t)nthreads * sizeof *upto);
+    sweep_t w = { calloc((size_t)nchains + 1, sizeof(int64_t)), calloc((size_t)nchains + 1, sizeof(int64_t)),
+                  calloc((size_t)cap + 1, sizeof(int64_t)), calloc((size_t)cap + 1, sizeof(int64_t)),
+                  out_k, out_chain, out_lo, 0, 0, cap, domain == 0 };
     pool_t pool = { calloc((size_t)cap + 1, sizeof(int64_t)), calloc((size_t)cap + 1, sizeof(int64_t)),
                     calloc((size_t)cap + 1, sizeof(int64_t)), 0, cap };
-    if (!count || !lo || !accepted || !acc_c || !acc_v || !head || !tail || !upto || !pool.chain
-        || !pool.val || !pool.next)
+    if (!count || !head || !tail || !upto || !w.lo || !w.accepted || !w.acc_c || !w.acc_v
+        || !pool.chain || !pool.val || !pool.next)
         goto done;
     for (int64_t t = 0; t < nthreads; t++)
         head[t] = tail[t] = upto[t] = -1;
     res = -1;
     for (int64_t i = 0; i < n; i++) {
-        int k = kind[i];
+        int k = kind[i], rc = 0;
         int64_t t = tid[i], c = chain[i];
         if (t >= nthreads || c >= nchains || c < -1)
             goto done;
         if (c >= 0) {
             count[c]++;
-            if (k == EV_NTSTORE && pool_push(&pool, &head[t], &tail[t], c, count[c]) < 0) {
-                res = -2;
-                goto done;
-            }
+            if (k == EV_NTSTORE && !drained[i])
+                rc = pool_push(&pool, &head[t], &tail[t], c, count[c]) < 0 ? -2 : 0;
+            else if (domain == 2 || (k == EV_NTSTORE && drained[i]))
+                rc = cover(&w, i + 1, c, count[c]);
         }
-        if (k == EV_CLFLUSH || k == EV_CLFLUSHOPT || k == EV_CLWB) {
+        if (!rc && (k == EV_CLFLUSH || k == EV_CLFLUSHOPT || k == EV_CLWB) && domain != 2) {
             int64_t r = frow[i];
             if (r >= nrows || r < -1)
                 goto done;
-            for (int s = 0; r >= 0 && s < LINE_SLOTS; s++) {
+            for (int s = 0; r >= 0 && s < LINE_SLOTS && !rc; s++) {
                 int64_t c2 = line_table[r * LINE_SLOTS + s];
                 if (c2 < 0)
                     break;
                 if (c2 >= nchains)
                     goto done;
-                if (count[c2] && pool_push(&pool, &head[t], &tail[t], c2, count[c2]) < 0) {
-                    res = -2;
-                    goto done;
-                }
+                if (!count[c2])
+                    continue;
+                if (k == EV_CLFLUSH)
+                    rc = cover(&w, i + 1, c2, count[c2]);
+                else
+                    rc = pool_push(&pool, &head[t], &tail[t], c2, count[c2]) < 0 ? -2 : 0;
             }
         } else if (k == EV_PCOMMIT && domain == 0) {
-            upto[t] = nacc;
+            upto[t] = w.nacc;
         }
-        if (k == EV_SFENCE || k == EV_MFENCE || k == EV_RMW) {
+        if (!rc && (k == EV_SFENCE || k == EV_MFENCE || k == EV_RMW)) {
             if (domain == 0) {
-                if (upto[t] > applied) {
-                    for (int64_t e = applied; e < upto[t]; e++) {
-                        if (acc_v[e] > lo[acc_c[e]]) {
-                            if (nout >= cap) {
-                                res = -2;
-                                goto done;
-                            }
-                            lo[acc_c[e]] = acc_v[e];
-                            out_k[nout] = i + 1;
-                            out_chain[nout] = acc_c[e];
-                            out_lo[nout++] = acc_v[e];
-                        }
-                    }
+                for (int64_t e = applied; e < upto[t] && !rc; e++)
+                    rc = raise_lo(&w, i + 1, w.acc_c[e], w.acc_v[e]);
+                if (upto[t] > applied)
                     applied = upto[t];
-                }
                 upto[t] = -1;
             }
-            for (int64_t e = head[t]; e >= 0; e = pool.next[e]) {
-                int64_t c2 = pool.chain[e], v = pool.val[e];
-                if (domain == 0) {
-                    if (v > accepted[c2]) {
-                        if (nacc >= cap) {
-                            res = -2;
-                            goto done;
-                        }
-                        accepted[c2] = v;
-                        acc_c[nacc] = c2;
-                        acc_v[nacc++] = v;
-                    }
-                } else if (v > lo[c2]) {
-                    if (nout >= cap) {
-                        res = -2;
-                        goto done;
-                    }
-                    lo[c2] = v;
-                    out_k[nout] = i + 1;
-                    out_chain[nout] = c2;
-                    out_lo[nout++] = v;
-                }
-            }
+            for (int64_t e = head[t]; e >= 0 && !rc; e = pool.next[e])
+                rc = cover(&w, i + 1, pool.chain[e], pool.val[e]);
             head[t] = tail[t] = -1;
         }
+        if (rc) {
+            res = rc;
+            goto done;
+        }
     }
-    res = nout;
+    res = w.nout;
 done:
-    free(count); free(lo); free(accepted); free(acc_c); free(acc_v);
-    free(head); free(tail); free(upto);
+    free(count); free(head); free(tail); free(upto);
+    free(w.lo); free(w.accepted); free(w.acc_c); free(w.acc_v);
     free(pool.chain); free(pool.val); free(pool.next);
     return res;
 }

@@ -24,15 +24,20 @@ typedef struct {
 /* 0 when the tables are consistent (offsets monotone, words inside the image), else -1. */
 int crash_tables_check(const crash_tables *t);
 
-/* Lower-bound sweep (PDOM-0: domain 0, PDOM-1: domain 1). Per event: kind, tid, chain of a
- * store (-1 otherwise), frow = row of a flushed line in line_table (nrows x 8 chain ids, -1
- * padded; -1 when the line has no stores). Writes the change log (k, chain, lo): from point k
- * on, lo[chain] >= lo. Returns the number of entries, -1 on bad input, -2 when cap is too
- * small, -3 when out of memory. */
-int64_t crash_sweep(const uint8_t *kind, const uint16_t *tid, const int64_t *chain,
-                    const int64_t *frow, const int64_t *line_table, int64_t nrows, int64_t n,
-                    int64_t nchains, int64_t nthreads, int domain, int64_t *out_k,
-                    int64_t *out_chain, int64_t *out_lo, int64_t cap);
+/* Lower-bound sweep (domain: 0 PDOM-0, 1 PDOM-1, 2 PDOM-2). Per event: kind, tid, drained (1
+ * for a non-temporal store that left the write-combining buffer where it sits, 0 otherwise),
+ * chain of a store (-1 otherwise), frow = row of a flushed line in line_table (nrows x 8 chain
+ * ids, -1 padded; -1 when the line has no stores). Covered at once: a CLFLUSH's line (PDOM-0/1),
+ * a drained NT store, every other store but an issued NT store (PDOM-2); covered at the
+ * thread's next fence: a CLWB / CLFLUSHOPT's line (PDOM-0/1), an issued NT store. Covered
+ * means persistent in PDOM-1/2 and accepted in PDOM-0, where a fence after a PCOMMIT of its
+ * thread makes what was accepted before the PCOMMIT persistent. Writes the change log (k,
+ * chain, lo): from point k on, lo[chain] >= lo. Returns the number of entries, -1 on bad
+ * input, -2 when cap is too small, -3 when out of memory. */
+int64_t crash_sweep(const uint8_t *kind, const uint16_t *tid, const uint8_t *drained,
+                    const int64_t *chain, const int64_t *frow, const int64_t *line_table,
+                    int64_t nrows, int64_t n, int64_t nchains, int64_t nthreads, int domain,
+                    int64_t *out_k, int64_t *out_chain, int64_t *out_lo, int64_t cap);
 
 /* Odometer over nfree chains (fchain: chain ids). Chain i takes the prefix lengths
  * reps[rep_off[i] .. rep_off[i+1]-1] (ascending); digit[i] indexes them, digit 0 is the least

@@ -1,6 +1,7 @@
-/* The timed machine engine; see machine.h. Each function mirrors the method of the same name
+/* The machine engine; see machine.h. Each function mirrors the method of the same name
    in pmsim/hw/reference.py (PyEngine), statement for statement where floating point is
-   involved, so that results are bit-identical. */
+   involved, so that results are bit-identical. In functional mode (cfg.timed == 0) the
+   instructions skip the memory system and the clocks, as FunctionalEngine does. */
 #if defined(__clang__)
 #pragma clang fp contract(off)
 #elif defined(__GNUC__)
@@ -444,10 +445,11 @@ static inline int do_load(pm_machine *m, int tid, uint64_t addr, uint64_t *out)
 {
     int pm;
     CHECK_ACCESS(m, tid, addr, w, pm);
-    int level;
-    double lat = mem_access(m, tid, addr >> LINE_SHIFT, 0, &level);
     pm_stats *st = &m->st[tid];
-    st->time_ns += lat;
+    if (m->cfg.timed) {
+        int level;
+        st->time_ns += mem_access(m, tid, addr >> LINE_SHIFT, 0, &level);
+    }
     st->loads += 1;
     *out = *w;
     return 0;
@@ -457,10 +459,12 @@ static inline int do_store(pm_machine *m, int tid, uint64_t addr, uint64_t value
 {
     int pm;
     CHECK_ACCESS(m, tid, addr, w, pm);
-    int level;
-    double lat = mem_access(m, tid, addr >> LINE_SHIFT, 1, &level);
     pm_stats *st = &m->st[tid];
-    st->time_ns += level == 1 ? m->cfg.store_ns : lat;
+    if (m->cfg.timed) {
+        int level;
+        double lat = mem_access(m, tid, addr >> LINE_SHIFT, 1, &level);
+        st->time_ns += level == 1 ? m->cfg.store_ns : lat;
+    }
     st->stores += 1;
     *w = value;
     if (pm)
@@ -472,9 +476,16 @@ static int do_ntstore(pm_machine *m, int tid, uint64_t addr, uint64_t value)
 {
     int pm;
     CHECK_ACCESS(m, tid, addr, w, pm);
+    pm_stats *st = &m->st[tid];
+    if (!m->cfg.timed) {
+        st->ntstores += 1;
+        *w = value;
+        if (pm)
+            emit(m, EV_NTSTORE, tid, 0, addr, value);
+        return 0;
+    }
     uint64_t line = addr >> LINE_SHIFT;
     flush_line(m, tid, line, 1, WB_NT);
-    pm_stats *st = &m->st[tid];
     st->time_ns += m->cfg.store_ns;
     st->ntstores += 1;
     *w = value;
@@ -497,7 +508,8 @@ static int do_flush(pm_machine *m, int tid, uint64_t addr, int kind)
     (void)w;
     uint64_t line = addr >> LINE_SHIFT;
     pm_stats *st = &m->st[tid];
-    st->time_ns += m->cfg.flush_ns;
+    if (m->cfg.timed)
+        st->time_ns += m->cfg.flush_ns;
     if (kind == EV_CLFLUSH)
         st->clflush += 1;
     else if (kind == EV_CLFLUSHOPT)
@@ -506,6 +518,8 @@ static int do_flush(pm_machine *m, int tid, uint64_t addr, int kind)
         st->clwb += 1;
     if (pm)
         emit(m, kind, tid, 0, line << LINE_SHIFT, 0);
+    if (!m->cfg.timed)
+        return 0;
     double accept = flush_line(m, tid, line, kind != EV_CLWB, WB_FLUSH);
     if (accept < 0.0)
         return 0;
@@ -543,9 +557,11 @@ static int do_fence(pm_machine *m, int tid, int kind)
     if (reserve(m))
         return PM_ERR_NOMEM;
     pm_stats *st = &m->st[tid];
-    if (!m->in_fixed_pb[tid])
-        st->time_ns += m->cfg.fence_ns;
-    fence_wait(m, tid);
+    if (m->cfg.timed) {
+        if (!m->in_fixed_pb[tid])
+            st->time_ns += m->cfg.fence_ns;
+        fence_wait(m, tid);
+    }
     if (kind == EV_SFENCE)
         st->sfence += 1;
     else
@@ -561,9 +577,13 @@ static int do_pcommit(pm_machine *m, int tid)
     if (reserve(m))
         return PM_ERR_NOMEM;
     pm_stats *st = &m->st[tid];
+    st->pcommit += 1;
+    if (!m->cfg.timed) {
+        emit(m, EV_PCOMMIT, tid, 0, 0, 0);
+        return 0;
+    }
     if (!m->in_fixed_pb[tid])
         st->time_ns += m->cfg.pcommit_ns;
-    st->pcommit += 1;
     if (m->cfg.domain == 0) {
         double drain = m->bank_free[0];
         for (uint32_t i = 1; i < m->cfg.banks; i++)
@@ -582,11 +602,12 @@ static int do_rmw(pm_machine *m, int tid, uint64_t addr, int has_expected, uint6
     int pm;
     CHECK_ACCESS(m, tid, addr, w, pm);
     pm_stats *st = &m->st[tid];
-    st->time_ns += m->cfg.rmw_ns;
-    fence_wait(m, tid);
-    int level;
-    double lat = mem_access(m, tid, addr >> LINE_SHIFT, 1, &level);
-    st->time_ns += lat;
+    if (m->cfg.timed) {
+        st->time_ns += m->cfg.rmw_ns;
+        fence_wait(m, tid);
+        int level;
+        st->time_ns += mem_access(m, tid, addr >> LINE_SHIFT, 1, &level);
+    }
     st->rmws += 1;
     uint64_t old = *w;
     int stored = !has_expected || old == expected;
@@ -604,6 +625,8 @@ static inline int do_work(pm_machine *m, int tid, double ns)
 {
     if (bad_tid(m, tid))
         return PM_ERR_TID;
+    if (!m->cfg.timed)
+        return 0;
     pm_stats *st = &m->st[tid];
     st->time_ns += ns;
     st->work_ns += ns;
@@ -628,7 +651,7 @@ static int do_persist_barrier(pm_machine *m, int tid)
         return PM_ERR_NOMEM;
     pm_stats *st = &m->st[tid];
     st->persist_barriers += 1;
-    int fixed = m->cfg.fixed_barrier;
+    int fixed = m->cfg.fixed_barrier && m->cfg.timed;
     if (fixed)
         m->in_fixed_pb[tid] = 1;
     if (m->cfg.domain == 0) {
@@ -951,6 +974,19 @@ int64_t pm_run_batch(pm_machine *m, const pm_op *ops, size_t n, uint64_t *out)
 void pm_get_stats(const pm_machine *m, pm_stats *out)
 {
     memcpy(out, m->st, (size_t)m->cfg.cores * sizeof(pm_stats));
+}
+
+uint64_t pm_stat_sum(const pm_machine *m, size_t offset)
+{
+    if (offset % sizeof(uint64_t) || offset >= offsetof(pm_stats, wpq_stall_ns))
+        return 0;
+    uint64_t total = 0;
+    for (int i = 0; i < m->cfg.cores; i++) {
+        uint64_t v;
+        memcpy(&v, (const char *)&m->st[i] + offset, sizeof v);
+        total += v;
+    }
+    return total;
 }
 
 size_t pm_trace_len(const pm_machine *m)

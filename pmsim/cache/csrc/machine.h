@@ -1,10 +1,16 @@
-/* The timed machine engine: the C twin of pmsim/hw/reference.py's PyEngine.
+/* The machine engine: the C twin of pmsim/hw/reference.py's PyEngine (timed) and
+   FunctionalEngine (untimed).
 
    Caches (per-core L1 and L2, shared LLC; write-back, LRU by per-cache stamps), coherence,
    the WPQ ring and media banks, the persistence trace and per-thread statistics. Every rule,
    and the order of every floating-point operation, mirrors the reference engine so that both
    produce identical statistics and traces. The functional memory is the caller's: one array of
    8-byte words per region (the NumPy arrays of reference.Memory), reached through pointers.
+
+   With pm_config.timed == 0 the engine is functional: memory, loaded values, CAS results,
+   instruction counts and the trace's stores, flushes, fences, pcommits and markers are those of
+   the timed engine, but caches, coherence, the WPQ and clocks are not simulated (no WB events,
+   no latency statistics; clocks move only by pm_set_clock). Crash recovery needs only this.
 
    Instruction entry points return 0, or an error code (PM_ERR_*) and leave the machine as it
    was; pm_load/pm_cas/pm_xchg return the value and report errors through pm_error(). */
@@ -33,6 +39,7 @@ typedef struct pm_config {
     double barrier_ns;
     uint32_t nregions;   /* regions sorted by base */
     uint32_t pm_index;   /* which of them is the traced PM region */
+    int timed;           /* 1: timed (caches, WPQ, clocks); 0: functional */
 } pm_config;
 
 /* One record of the persistence trace (TRACE_DTYPE). */
@@ -106,6 +113,10 @@ int64_t pm_run_batch(pm_machine *m, const pm_op *ops, size_t n, uint64_t *out);
 
 /* Statistics of every thread (cores records, time_ns = clock) copied to out. */
 void pm_get_stats(const pm_machine *m, pm_stats *out);
+/* The sum over threads of the uint64_t counter at byte `offset` of a pm_stats record, e.g.
+   the stores of every thread, without copying the records; 0 for an offset outside the
+   counters. */
+uint64_t pm_stat_sum(const pm_machine *m, size_t offset);
 size_t pm_trace_len(const pm_machine *m);
 /* Copy trace records [0, n) to out (n <= pm_trace_len). */
 void pm_trace_copy(const pm_machine *m, pm_event *out, size_t n);
