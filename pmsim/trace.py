@@ -30,7 +30,7 @@ class Ev(IntEnum):
     """Event kinds. The numbers are shared with the C core (``csrc/pmcore.h``)."""
 
     STORE = 1
-    NTSTORE = 2
+    NTSTORE = 2  # aux 0: issued (may persist until the thread's next fence); aux 1: drained
     RMW = 3  # locked read-modify-write: a full fence, and a store when aux == 1
     CLFLUSH = 4
     CLFLUSHOPT = 5
