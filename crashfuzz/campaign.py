@@ -202,6 +202,14 @@ class Report:
     def exhaustive(self) -> bool:
         return self.points_sampled == 0
 
+    def add(self, failure: Failure) -> None:
+        """Count a failure; keep it while fewer than ``max_failures`` are kept."""
+        self.failure_count += 1
+        if self.first_failure_point is None:
+            self.first_failure_point = failure.point
+        if len(self.failures) < self.config.max_failures:
+            self.failures.append(failure)
+
     def merge(self, other: Report) -> None:
         for name in ("points", "points_exhaustive", "points_sampled", "states_total",
                      "states_checked", "distinct_images", "recoveries", "idempotence_images",
@@ -391,11 +399,7 @@ class Campaign:
                 idem_here = False
                 failure = self._check_idempotence(point, h, img, rng, report)
             if failure is not None:
-                report.failure_count += 1
-                if report.first_failure_point is None:
-                    report.first_failure_point = point.index
-                if len(report.failures) < cfg.max_failures:
-                    report.failures.append(failure)
+                report.add(failure)
                 if cfg.stop_at_first:
                     return
 
@@ -586,15 +590,10 @@ class Campaign:
             images = ((space.hash(s), space.image(s)) for s in states)
         for h, img in images:
             f = self.check_deep_image(stage, point, h, img, report)
-            if f is None:
-                continue
-            report.failure_count += 1
-            if report.first_failure_point is None:
-                report.first_failure_point = point.index
-            if len(report.failures) < cfg.max_failures:
-                report.failures.append(f)
-            if cfg.stop_at_first:
-                return
+            if f is not None:
+                report.add(f)
+                if cfg.stop_at_first:
+                    return
 
     def check_deep_image(self, stage: _Stage, point: Any, h: tuple[int, int], img: np.ndarray,
                          report: Report) -> Failure | None:
