@@ -16,8 +16,6 @@ from __future__ import annotations
 import argparse
 import platform
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from crashfuzz import Campaign, FuzzConfig, Report, fuzz
@@ -29,32 +27,11 @@ def eager_states(cfg: FuzzConfig) -> int:
     return sum(camp.model.space(p).count for p in camp.model.points("every"))
 
 
-@contextmanager
-def timed_recovery() -> Iterator[None]:
-    """Campaigns built inside recover every image on the timed scratch machine (caches, WPQ,
-    clocks), the path before functional recovery."""
-    init = Campaign.__init__
-
-    def timed_init(self: Campaign, *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
-        self.scratch = self.scratch_timed
-
-    Campaign.__init__ = timed_init  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        Campaign.__init__ = init  # type: ignore[method-assign]
-
-
 def run_campaign(cfg: FuzzConfig, timed: bool) -> tuple[Report, float]:
     """``fuzz(cfg)`` with recovery on the functional or the timed scratch machine; the report
     and the wall time (crash-free run included)."""
     t0 = time.perf_counter()
-    if timed:
-        with timed_recovery():
-            rep = fuzz(cfg)
-    else:
-        rep = fuzz(cfg)
+    rep = fuzz(cfg, recovery="timed" if timed else "functional")
     return rep, time.perf_counter() - t0
 
 

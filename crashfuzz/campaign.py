@@ -73,6 +73,9 @@ class FuzzConfig:
     depth_runs: int = param(8, "runs", "runs after recovery crash-tested per depth level, "
                             "started from crash points spread over the run")
     seed: int = param(0, "", "seed of the workload and of every sample")
+    recovery: str = param("functional", "", "machine that recovers crash images: 'functional' "
+                          "(memory and values only; fast) or 'timed' (caches, WPQ, clocks; for "
+                          "measuring recovery itself). Findings are identical")
     reduce: bool = param(True, "", "leave out stores to words the runtime declares irrelevant to "
                          "recovery (Runtime.crash_irrelevant); their images recover identically")
     stop_at_first: bool = param(False, "", "stop at the first failure")
@@ -92,6 +95,9 @@ class FuzzConfig:
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise ConfigError(f"FuzzConfig.{name} must be an integer >= 1, got {v!r}")
+        if self.recovery not in ("functional", "timed"):
+            raise ConfigError(f"FuzzConfig.recovery: unknown machine {self.recovery!r}; use "
+                              "functional or timed")
         if not isinstance(self.idempotence, int) or self.idempotence < 0:
             raise ConfigError(f"FuzzConfig.idempotence must be >= 0, got {self.idempotence!r}")
 
@@ -283,9 +289,9 @@ class Campaign:
         self.history = TxHistory.from_trace(self.trace)
         self.oracle = Oracle(self.history, wl.expected)
         # recovery needs its functional result, not its timing; a recovery whose own trace is
-        # crash-tested (record=True) runs timed. Set scratch = scratch_timed to time them all.
-        self.scratch = Machine(mcfg, timed=False)
+        # crash-tested (record=True) runs timed, and cfg.recovery='timed' times them all
         self.scratch_timed = Machine(mcfg)
+        self.scratch = self.scratch_timed if cfg.recovery == "timed" else Machine(mcfg, timed=False)
         self.rt_name = getattr(rt_cls, "name", rt_cls.__name__) or rt_cls.__name__
         self._outcomes: dict[tuple[int, int], tuple[Hashable, list[str], str | None, bool]] = {}
         self._new_tx_done: set[Hashable] = set()

@@ -27,6 +27,7 @@ The reduced points depend on the domain; without one they suit every domain.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -86,13 +87,16 @@ class MarkLog:
         self.code = ev["aux"][pos].astype(np.int64)
         self.tid = ev["tid"][pos].astype(np.int64)
         self.txid = ev["value"][pos].astype(np.int64)
+        self._at: dict[int, list[int]] = {}  # code -> its event indices, ascending
+        for i, c in zip(self.index.tolist(), self.code.tolist(), strict=True):
+            self._at.setdefault(c, []).append(i)
 
     def _upto(self, code: int, k: int) -> np.ndarray:
         return (self.code == code) & (self.index < k)
 
     def count(self, code: int, k: int) -> int:
         """Markers of ``code`` among events ``[0, k)``."""
-        return int(self._upto(code, k).sum())
+        return bisect.bisect_left(self._at.get(int(code), ()), k)
 
     def ids(self, code: int, k: int) -> tuple[int, ...]:
         """Transaction ids of the ``code`` markers before ``k``, in trace order."""
@@ -146,9 +150,12 @@ def make_point(trace: Trace, index: int, since: int | None = None, reason: str =
         raise ConfigError(f"crash point {index}: since={since} must be in -1..{index - 1} "
                           "(the interval (since, index] must be non-empty)")
     m = marks or MarkLog(trace)
-    return CrashPoint(index, since, reason, m.count(Mark.TX_BEGIN, index),
-                      m.count(Mark.TX_COMMIT, index), m.count(Mark.TX_DURABLE, index),
-                      m.count(Mark.TX_ABORT, index), m)
+    return CrashPoint(index, since, reason, m.count(_BEGIN, index), m.count(_COMMIT, index),
+                      m.count(_DURABLE, index), m.count(_ABORT, index), m)
+
+
+_BEGIN, _COMMIT, _DURABLE, _ABORT = (int(x) for x in (Mark.TX_BEGIN, Mark.TX_COMMIT,
+                                                       Mark.TX_DURABLE, Mark.TX_ABORT))
 
 
 def _chain(trace: Trace, picks: dict[int, str], marks: MarkLog) -> list[CrashPoint]:

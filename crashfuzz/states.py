@@ -497,12 +497,15 @@ class StateSpace:
         g1, g2 = self.model.prefix_sums
         off = self.model.index.off
         for c, a, b in zip(self.free.tolist(), self.free_lo.tolist(), self.free_hi.tolist(), strict=True):
-            xs = np.arange(a, b + 1, dtype=np.int64)
-            if distinct:
-                keys = np.stack([g1[off[c] + xs], g2[off[c] + xs]], axis=1)
-                _, first = np.unique(keys, axis=0, return_index=True)
-                xs = xs[np.sort(first)]
-            out.append(xs)
+            if not distinct or b - a < 1:
+                out.append(np.arange(a, b + 1, dtype=np.int64))
+                continue
+            o = int(off[c])
+            first: dict[tuple[int, int], int] = {}
+            keys = zip(g1[o + a:o + b + 1].tolist(), g2[o + a:o + b + 1].tolist(), strict=True)
+            for x, k in enumerate(keys, start=a):
+                first.setdefault(k, x)
+            out.append(np.fromiter(first.values(), np.int64, len(first)))
         return out
 
     def hashed_images(self, distinct: bool = True, limit: int | None = None

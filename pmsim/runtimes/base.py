@@ -342,6 +342,8 @@ class Runtime(PersistSteps, AllocLog):
         pm = self.m.engine.mem.pm
         lo = (s.base - self.m.pm.base) // 8 + self._field0_words
         st = s.stride // 8
+        if lo + s.count * st <= pm.size:  # one strided view of the array's words
+            return pm[lo: lo + s.count * st].reshape(s.count, st)[:, :s.words].copy()
         idx = lo + np.arange(s.count, dtype=np.int64)[:, None] * st + np.arange(s.words)[None, :]
         return pm[idx]
 
@@ -387,7 +389,8 @@ class Runtime(PersistSteps, AllocLog):
             errs.append(f"block {b:#x} of live object {owned[b]:#x} is marked free")
         for b in sorted(bits - set(owned)):
             errs.append(f"block {b:#x} is marked allocated but unreachable (leak)")
-        vfree = self.heap.volatile_free() if sum(c.nblocks for c in lay.heap) <= 1 << 16 else set()
+        vfree = self.heap.volatile_free() if bits and sum(c.nblocks for c in lay.heap) <= 1 << 16 \
+            else set()
         for b in sorted(vfree & bits):
             errs.append(f"block {b:#x} is allocated but on a volatile free list")
         return errs

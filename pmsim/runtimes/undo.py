@@ -22,6 +22,7 @@ mutants (U1-U7, A1, A2, and U8, found by crash depth 2) are data over those name
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -48,6 +49,7 @@ from .registry import register_mutant, register_runtime, variant
 SENTINEL = 0x5EC0DE_0F_11F0_1065
 DATA, COMMIT = 1, 2
 HDR_WORDS = 4  # sentinel, V, addr, type|len
+LEN_MASK = (1 << 56) - 1
 MASK64 = (1 << 64) - 1
 
 
@@ -57,6 +59,12 @@ def checksum(words: Sequence[int]) -> int:
     for w in words:
         h = ((h ^ w) * 0x100000001B3) & MASK64
     return h
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _checksum_of(words: tuple[int, ...]) -> int:
+    """:func:`checksum`, memoised: recovery verifies the same records in many crash images."""
+    return checksum(words)
 
 
 class UndoTx(Tx):
@@ -266,46 +274,42 @@ class UndoRuntime(Runtime):
     # -- recovery ------------------------------------------------------------------------------
     def scan(self, tid: int) -> tuple[list[tuple[int, list[int]]], bool]:
         """The records recovery accepts for a descriptor, and whether a COMMIT was found."""
-        m = self.m
-        hdr, head = self.layout.desc[tid], self.layout.log[tid]
-        end = head + self.layout.log_bytes
+        m, lay = self.m, self.layout
+        hdr, head = lay.desc[tid], lay.log[tid]
+        nwords = lay.log_bytes >> 3
         v = m.peek(hdr + 8 * H_STATE) >> 8
-        trust_tail = self.two_pb  # undo-2pb persists the tail; no checksum verifies the end
-        tail = m.peek(hdr + 8 * H_TAIL) if trust_tail else end
-        tail = min(max(tail, head), end)
+        ck = 0 if self.two_pb else 1
+        if self.two_pb:  # undo-2pb persists the tail; no checksum verifies the end
+            lim = (min(max(m.peek(hdr + 8 * H_TAIL), head), head + lay.log_bytes) - head) >> 3
+        else:
+            lim = nwords
         check_hdr = self.check("undo.recover.record-header")
         check_v = check_hdr and self.check("undo.recover.version")
-        check_ck = not self.two_pb and self.check("undo.recover.checksum")
-        ck_words = 0 if self.two_pb else 1
+        check_ck = ck and self.check("undo.recover.checksum")
+        is_data = lay.is_data
         recs: list[tuple[int, list[int]]] = []
         base = (head - m.pm.base) >> 3
-        log = m.engine.mem.pm[base: base + ((end - head) >> 3)].tolist()  # one read of the log
-        pos = head
-        while pos + 8 * (HDR_WORDS + ck_words) <= tail:
-            w0 = (pos - head) >> 3
-            sent, ver, addr, tl = log[w0: w0 + HDR_WORDS]
-            kind, n = tl >> 56, tl & ((1 << 56) - 1)
-            if check_hdr and (sent != SENTINEL or kind not in (DATA, COMMIT)):
+        log = m.engine.mem.pm[base: base + nwords].tolist()  # one read of the log
+        w = 0  # the record's first word, counted from the head
+        while w + HDR_WORDS + ck <= lim:
+            sent, ver, addr, tl = log[w: w + HDR_WORDS]
+            kind = tl >> 56
+            if check_hdr and (sent != SENTINEL or (kind != DATA and kind != COMMIT)):
                 break
             if check_v and ver != v:
                 break
-            if kind == COMMIT:
-                n = 0
-            rend = pos + 8 * (HDR_WORDS + n + ck_words)
-            if rend > tail or n > self.layout.log_bytes // 8:
+            n = 0 if kind == COMMIT else tl & LEN_MASK
+            wend = w + HDR_WORDS + n + ck
+            if wend > lim or n > nwords:
                 break
-            words = log[w0: w0 + HDR_WORDS + n]
-            if check_ck and log[((rend - head) >> 3) - 1] != checksum(words):
+            if check_ck and log[wend - 1] != _checksum_of(tuple(log[w: w + HDR_WORDS + n])):
                 break
             if kind == COMMIT:
                 return recs, True
-            if self._addr_ok(addr, n):
-                recs.append((addr, words[HDR_WORDS:]))
-            pos = rend
+            if not addr & 7 and is_data(addr, 8 * n):
+                recs.append((addr, log[w + HDR_WORDS: w + HDR_WORDS + n]))
+            w = wend
         return recs, False
-
-    def _addr_ok(self, addr: int, n: int) -> bool:
-        return addr % 8 == 0 and self.layout.is_data(addr, 8 * n)
 
     def _recover(self, cpu: Any) -> None:
         """Roll back uncommitted descriptors, finish committed ones, reset every header."""
@@ -317,23 +321,29 @@ class UndoRuntime(Runtime):
             if skip_idle and word & 0xFF == IDLE:
                 continue
             recs, committed = self.scan(t)
-            alog = self._read_alog(t, word >> 8)
             if committed:
+                alog = self._read_alog(t, word >> 8)
                 self._apply_alog(cpu, alog, "alloc.recover-apply")
                 acted = acted or bool(alog)
                 continue
             if recs:
                 with self.step(cpu, "undo.recover.rollback") as c:
+                    st = c.store
                     lines: dict[int, None] = {}
                     for addr, old in reversed(recs):
                         for i, v in enumerate(old):
-                            c.store(addr + 8 * i, v)
-                        lines.update(dict.fromkeys(lines_of(addr, 8 * len(old))))
+                            st(addr + 8 * i, v)
+                        for line in lines_of(addr, 8 * len(old)):
+                            lines[line] = None
+                    fl = c.clwb
                     for line in lines:
-                        c.clwb(line)
-            if self.eager_alloc and alog:
-                self._revert_alog(cpu, alog)
-            acted = acted or bool(recs) or (self.eager_alloc and bool(alog))
+                        fl(line)
+                acted = True
+            if self.eager_alloc:
+                alog = self._read_alog(t, word >> 8)
+                if alog:
+                    self._revert_alog(cpu, alog)
+                    acted = True
         if acted:
             self.pb(cpu, "undo.recover.pb1")
         with self.step(cpu, "undo.recover.reset") as c:

@@ -16,22 +16,14 @@ import numpy as np
 import pytest
 
 from crashfuzz import Campaign, FuzzConfig, Report, fuzz
+from pmsim.errors import ConfigError
 from pmsim.machine import Machine
 from pmsim.runtimes import alloc
 
 
-def run(cfg: FuzzConfig, timed: bool, monkeypatch: pytest.MonkeyPatch) -> Report:
+def run(cfg: FuzzConfig, timed: bool) -> Report:
     """``fuzz(cfg)`` with every recovery on the functional or on the timed scratch machine."""
-    with monkeypatch.context() as mp:
-        if timed:
-            init = Campaign.__init__
-
-            def timed_init(self: Campaign, *args: Any, **kwargs: Any) -> None:
-                init(self, *args, **kwargs)
-                self.scratch = self.scratch_timed
-
-            mp.setattr(Campaign, "__init__", timed_init)
-        return fuzz(cfg)
+    return fuzz(cfg, recovery="timed" if timed else "functional")
 
 
 def counts(rep: Report) -> dict[str, Any]:
@@ -56,12 +48,11 @@ CASES = [  # runtime, workload, domain, crash depth
 
 @pytest.mark.parametrize(("runtime", "workload", "domain", "depth"), CASES)
 def test_functional_and_timed_recovery_report_the_same(runtime: str, workload: str, domain: str,
-                                                       depth: int,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+                                                       depth: int) -> None:
     cfg = FuzzConfig(runtime=runtime, workload=workload, domain=domain, txs=6, idempotence=2,
                      budget=512, samples=32, depth=depth)
-    fast = run(cfg, False, monkeypatch)
-    slow = run(cfg, True, monkeypatch)
+    fast = run(cfg, False)
+    slow = run(cfg, True)
     assert counts(fast) == counts(slow)
     assert findings(fast) == findings(slow)
     if ":" in runtime:
@@ -75,6 +66,13 @@ def test_campaigns_recover_on_the_functional_machine() -> None:
     camp = Campaign(FuzzConfig(runtime="redo", workload="bank", txs=2))
     assert not camp.scratch.timed and camp.scratch_timed.timed
     assert isinstance(camp.scratch, Machine) and camp.scratch.config == camp.scratch_timed.config
+    timed = Campaign(FuzzConfig(runtime="redo", workload="bank", txs=2, recovery="timed"))
+    assert timed.scratch is timed.scratch_timed
+
+
+def test_unknown_recovery_machine_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="functional or timed"):
+        FuzzConfig(recovery="fast")
 
 
 def test_recovery_trace_for_idempotence_is_timed() -> None:
