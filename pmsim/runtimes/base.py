@@ -156,6 +156,7 @@ class Runtime(PersistSteps, AllocLog):
         self.commits = 0
         self.aborts = 0
         self.epoch = 1
+        self._elide_in(machine.config.domain)
         if self.mutations:
             from .steps import StepHook
 

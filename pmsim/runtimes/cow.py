@@ -436,6 +436,7 @@ class CowRuntime(Runtime):
 
 COW_EAGER = variant(CowRuntime, "cow-eager", eager_alloc=True, STEPS=EAGER_STEPS,
                       OMIT_STEPS=frozenset({"alloc.apply"}))
+COW_EADR = variant(CowRuntime, "cow-eadr", elide_flushes=True)  # no flushes in PDOM-2
 
 
 def _reads_trust_writer(orig: Any) -> Any:

@@ -288,6 +288,7 @@ class RedoRuntime(Runtime):
 
 REDO_EAGER = variant(RedoRuntime, "redo-eager", eager_alloc=True, STEPS=EAGER_STEPS,
                       OMIT_STEPS=frozenset({"alloc.apply"}))
+REDO_EADR = variant(RedoRuntime, "redo-eadr", elide_flushes=True)  # no flushes in PDOM-2
 
 for _m in (
     Mutant("redo:R1", RedoRuntime, (drop("redo.commit.pb1"),), PB_DOMAINS,

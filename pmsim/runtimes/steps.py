@@ -46,6 +46,22 @@ class StepInfo:
     help: str
 
 
+class _NoFlushCpu:
+    """A Cpu whose cache-line flushes are no-ops (code tuned for eADR, where caches are in the
+    persistence domain, issues none); every other instruction is the Cpu's own."""
+
+    def __init__(self, cpu: Any) -> None:
+        self._cpu = cpu
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cpu, name)
+
+    def clwb(self, line: int) -> None:
+        pass
+
+    clflushopt = clflush = clwb
+
+
 class _Recorder:
     """Stands in for a Cpu inside a dropped or held step: loads run, the rest is recorded."""
 
@@ -180,6 +196,23 @@ class PersistSteps:
     """Inherited steps this class never issues (a variant that leaves a step out)."""
 
     hook: StepHook | None = None
+    elide_flushes: ClassVar[bool] = False
+    """Skip cache-line flushes when the machine's domain is PDOM-2 (eADR), as code tuned for
+    eADR does. False (default) is the papers' code: the same instructions in every domain."""
+    _no_flush: dict[int, _NoFlushCpu] | None = None  # per thread, when flushes are elided
+
+    def _elide_in(self, domain: str) -> None:
+        """Elide flushes from now on if this runtime elides them in ``domain``."""
+        self._no_flush = {} if self.elide_flushes and domain == "pdom2" else None
+
+    def _cpu_for(self, cpu: Any) -> Any:
+        nf = self._no_flush
+        if nf is None:
+            return cpu
+        c = nf.get(cpu.tid)
+        if c is None or c._cpu is not cpu:
+            c = nf[cpu.tid] = _NoFlushCpu(cpu)
+        return c
 
     @classmethod
     def persist_steps(cls) -> list[StepInfo]:
@@ -225,7 +258,9 @@ class PersistSteps:
             self.hook.op(cpu, name, "store", addr, value)
 
     def flush(self, cpu: Any, name: str, lines: Iterable[int]) -> None:
-        """clwb of every line in ``lines`` (one step)."""
+        """clwb of every line in ``lines`` (one step; nothing when flushes are elided)."""
+        if self._no_flush is not None:
+            return
         if self.hook is None:
             fl = cpu.clwb
             for line in lines:
@@ -237,6 +272,8 @@ class PersistSteps:
 
     def step(self, cpu: Any, name: str) -> Any:
         """A group of instructions as one step: ``with self.step(cpu, name) as c: c.store(...)``."""
+        if self._no_flush is not None:
+            cpu = self._cpu_for(cpu)
         if self.hook is None:
             return nullcontext(cpu)
         return self.hook.step(cpu, name)

@@ -375,6 +375,7 @@ UNDO_2PB = variant(UndoRuntime, "undo-2pb", two_pb=True, STEPS={
     OMIT_STEPS=frozenset({"undo.append.checksum", "undo.commit.checksum"}))
 UNDO_EAGER = variant(UndoRuntime, "undo-eager", eager_alloc=True, STEPS=EAGER_STEPS,
                      OMIT_STEPS=frozenset({"alloc.apply", "undo.commit.pb3"}))
+UNDO_EADR = variant(UndoRuntime, "undo-eadr", elide_flushes=True)  # no flushes in PDOM-2
 
 
 def _version_restarts(orig: Any) -> Any:
