@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet --upgrade pip "setuptools>=77" wheel
 
 $(STAMP_DEMO): $(PY) pyproject.toml setup.py
 	$(PIP) install --quiet -e .

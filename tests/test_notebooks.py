@@ -15,6 +15,9 @@ def test_notebook_runs(path: Path) -> None:
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     nb = nbformat.read(path, as_version=4)
+    # the kernel is local and short-lived: keep its start-up notices (e.g. that it listens on
+    # localhost TCP without encryption) out of the test output
     client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                                     extra_arguments=["--IPKernelApp.log_level=ERROR"],
                                      resources={"metadata": {"path": str(path.parent)}})
     client.execute()
