@@ -19,6 +19,8 @@ from .campaign import (
     Campaign,
     Failure,
     FuzzConfig,
+    Interrupted,
+    RecoveryCrash,
     Report,
     check_failures,
     drop_stores,
@@ -31,14 +33,14 @@ from .model import EDGE_PROVIDERS, Edge, image_hash
 from .mutants import KillRow, kill_matrix
 from .oracle import Oracle, TxHistory
 from .points import CrashPoint, every_points, reduced_points, sampled_points, select_points
-from .report import format_report, load_finding, replay, save_findings
+from .report import findings_of, format_report, load_finding, replay, save_findings
 from .states import Coverage, CrashModel, StateSpace
 
 __all__ = [
     "EDGE_PROVIDERS", "FUZZ_PARAMS", "Campaign", "Coverage", "CrashModel", "CrashPoint", "Edge",
-    "Failure", "FuzzConfig", "KillRow", "LitmusResult", "LitmusTest", "Oracle", "Report",
-    "StateSpace", "TxHistory", "check_failures", "check_litmus", "drop_stores", "every_points",
-    "format_report", "fuzz", "fuzz_machine", "image_hash", "kill_matrix", "litmus_suite",
-    "load_finding", "load_litmus", "parse_litmus", "reduced_points", "replay", "run_litmus",
-    "sampled_points", "save_findings", "select_points",
+    "Failure", "FuzzConfig", "Interrupted", "KillRow", "LitmusResult", "LitmusTest", "Oracle",
+    "RecoveryCrash", "Report", "StateSpace", "TxHistory", "check_failures", "check_litmus",
+    "drop_stores", "every_points", "findings_of", "format_report", "fuzz", "fuzz_machine",
+    "image_hash", "kill_matrix", "litmus_suite", "load_finding", "load_litmus", "parse_litmus",
+    "reduced_points", "replay", "run_litmus", "sampled_points", "save_findings", "select_points",
 ]

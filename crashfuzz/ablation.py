@@ -114,7 +114,7 @@ def ablate(runtime: str, domains: Sequence[str] = DOMAINS, steps: Iterable[str] 
         if s not in kinds:
             from pmsim.errors import unknown
 
-            raise unknown(f"persist step of {runtime}", s, kinds)
+            raise unknown(f"persist step of {runtime}", s, kinds, f"persist steps of {runtime}")
     muts: list[tuple[Mutation, str, str]] = [(Drop(s), s, kinds[s]) for s in wanted]
     if swaps and steps is None:
         muts += [(swap(a, b), f"{a} <-> {b}", "swap") for a, b in pairs]

@@ -4,55 +4,81 @@
 crash-free on a small machine, takes the persistence trace, and for every crash point (the
 complete reduced set by default) enumerates the surviving PM images — every one when the
 point has at most ``budget`` states, ``samples`` uniform samples otherwise, and the report says
-which. Each distinct image (by hash) is recovered once on a power-cycled machine and checked:
+which. Each distinct image (by hash) is recovered on a power-cycled machine (once per chunk of
+crash points) and checked:
 
 * application data equals the reference after a correct set of committed transactions
   (:mod:`crashfuzz.oracle`);
 * the runtime's own invariants hold (allocator, descriptors, logs);
-* the recovered image accepts and commits a new transaction (once per distinct outcome);
+* the recovered image accepts and commits a new transaction (once per distinct outcome and
+  chunk);
 * recovery is idempotent: recovery's own trace is crash-tested and recovered again
-  (``idempotence`` images per crash point).
+  (``idempotence`` images per campaign, the first candidates in trace order).
 
 Runtimes and workloads are named (registered) or passed as classes/instances, so users can fuzz
-code defined in a test file or a notebook. Campaigns shard crash points over an executor.
+code defined in a test file or a notebook. Campaigns run in units (chunks of crash points,
+idempotence checks, the runs after recovery) fixed by the config, here or on an executor; the
+report is the same for any number of workers, and an interrupted campaign keeps what finished
+units found (:class:`Interrupted`).
 """
 
 from __future__ import annotations
 
+import bisect
 import copy
+import heapq
+import itertools
+import os
+import threading
 import time
-from collections.abc import Callable, Hashable, Iterable, Sequence
-from concurrent.futures import Executor
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
 
 from pmsim.config import CacheConfig, CacheLevel, MachineConfig, Region, param
-from pmsim.errors import ConfigError, PmsimError
+from pmsim.errors import ConfigError, PmsimError, WorkloadModelMismatch, unknown
 from pmsim.machine import Machine
 from pmsim.runtimes.alloc import HeapExhausted
 from pmsim.runtimes.base import Runtime
-from pmsim.runtimes.registry import get_runtime
+from pmsim.runtimes.labels import Labeller
+from pmsim.runtimes.layout import Layout
+from pmsim.runtimes.mutation import Mutant
+from pmsim.runtimes.registry import MUTANTS, declares_crash_irrelevant, get_runtime, reference
 from pmsim.runtimes.steps import step_at
 from pmsim.trace import Ev, Trace
-from pmsim.workloads.base import Workload, get_workload
+from pmsim.usercode import import_path
+from pmsim.workloads.base import Workload, build_workload, fuzz_defaults, get_workload
+from pmsim.workloads.base import WorkloadArg as WorkloadArg
+from pmsim.workloads.base import reference as workload_reference
 from pmsim.workloads.session import Session
 
 from .model import image_hash
 from .oracle import Oracle, TxHistory
 from .states import CrashModel
+from .watchdog import MIN_OPS, OPS_FACTOR, SECONDS, Hang, Watchdog, ops
 
 POINT_KINDS = ("reduced", "every", "sampled")
+
+CHUNK_POINTS = 16
+"""Crash points per unit of work. The units are fixed by the campaign, never by the number of
+jobs, and each starts from empty caches, so what a report counts and finds does not depend on
+how the units were spread over jobs (see :func:`fuzz`)."""
 
 
 @dataclass(frozen=True)
 class FuzzConfig:
     """One campaign. Every random choice derives from ``seed``."""
 
-    runtime: str = param("undo", "", "registered runtime or mutant name (e.g. 'undo', 'redo:R2')")
-    workload: str = param("array", "", "registered workload name")
-    params: tuple[tuple[str, Any], ...] = param((), "", "workload parameters as (name, value) pairs")
+    runtime: str = param("undo", "", "registered runtime or mutant name (e.g. 'undo', 'redo:R2'), "
+                         "or an import path of a user's class or Mutant ('file.py:Name', "
+                         "'module:Name')")
+    workload: str = param("array", "", "registered workload name, or an import path of a user's "
+                          "workload class ('file.py:Name', 'module:Name')")
+    params: tuple[tuple[str, Any], ...] = param((), "", "workload parameters: a mapping {name: "
+                                                "value} or (name, value) pairs; kept as pairs")
     domain: str = param("pdom1", "", "persistence domain: pdom0, pdom1 or pdom2")
     order: str = param("line", "", "persist order mode: 'line' or 'px86'")
     threads: int = param(1, "threads", "application threads")
@@ -61,27 +87,41 @@ class FuzzConfig:
     sampled_points: int = param(64, "points", "how many points 'sampled' draws")
     budget: int = param(65536, "states", "enumerate a point exhaustively up to this many states")
     samples: int = param(256, "states", "uniform samples at a point over the budget")
-    idempotence: int = param(8, "images", "distinct images (at most one per crash point, where "
-                             "recovery stores something) whose recovery is itself crash-tested")
+    idempotence: int = param(8, "images", "recoveries that are themselves crash-tested: at the "
+                             "first crash points in trace order, one per point, the first image "
+                             "(in enumeration order) that passes and whose recovery stores "
+                             "something, skipping images already chosen; the same images for any "
+                             "number of jobs")
     new_tx: int = param(1, "tx", "new transactions run (and checked) on a recovered image; 0 = off")
     new_tx_every_image: bool = param(False, "", "run the new transactions on every distinct "
-                                     "image, not once per distinct recovered data")
+                                     "image, not once per distinct recovered data (and chunk of "
+                                     f"{CHUNK_POINTS} crash points)")
     depth: int = param(2, "crashes", "crash depth: 1 crashes the run (and recovery, see "
                        "idempotence); 2 also crashes the run that follows a recovery: recovery "
                        "and new transactions on a recovered image, traced and crash-tested; 3 ...")
     depth_txs: int = param(2, "tx", "new transactions run after each recovery at depth >= 2")
     depth_runs: int = param(8, "runs", "runs after recovery crash-tested per depth level, "
                             "started from crash points spread over the run")
-    seed: int = param(0, "", "seed of the workload and of every sample")
+    seed: int = param(0, "", "seed (>= 0) of the workload and of every sample; a sample is a "
+                      "function of the seed and its crash point, never of the number of jobs")
     recovery: str = param("functional", "", "machine that recovers crash images: 'functional' "
                           "(memory and values only; fast) or 'timed' (caches, WPQ, clocks; for "
                           "measuring recovery itself). Findings are identical")
     reduce: bool = param(True, "", "leave out stores to words the runtime declares irrelevant to "
                          "recovery (Runtime.crash_irrelevant); their images recover identically")
-    stop_at_first: bool = param(False, "", "stop at the first failure")
-    max_failures: int = param(20, "", "failures kept in the report")
+    stop_at_first: bool = param(False, "", "stop at the first failure in report order: chunks of "
+                                "crash points in trace order, each followed by the idempotence "
+                                "checks of its points, then the runs after recovery")
+    max_failures: int = param(20, "", "failures kept in the report: the first in the order "
+                              "(depth, lineage, crash point, image hash)")
 
     def __post_init__(self) -> None:
+        for name in ("runtime", "workload"):
+            v = getattr(self, name)
+            if not isinstance(v, str) or not v:
+                raise ConfigError(f"FuzzConfig.{name} must be a name or an import path "
+                                  f"('file.py:Class'), got {v!r}; pass classes as "
+                                  f"fuzz({name}=...)")
         if self.domain not in ("pdom0", "pdom1", "pdom2"):
             raise ConfigError(f"FuzzConfig.domain: unknown domain {self.domain!r}; use pdom0, "
                               "pdom1 or pdom2")
@@ -90,18 +130,25 @@ class FuzzConfig:
         if self.points not in POINT_KINDS:
             raise ConfigError(f"FuzzConfig.points: unknown kind {self.points!r}; use "
                               f"{', '.join(POINT_KINDS)}")
-        for name in ("threads", "txs", "budget", "samples", "sampled_points", "max_failures",
-                     "depth", "depth_txs", "depth_runs"):
+        for name, low in (("threads", 1), ("txs", 1), ("budget", 1), ("samples", 1),
+                          ("sampled_points", 1), ("max_failures", 1), ("depth", 1),
+                          ("depth_txs", 1), ("depth_runs", 1), ("idempotence", 0), ("new_tx", 0),
+                          ("seed", 0)):
             v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise ConfigError(f"FuzzConfig.{name} must be an integer >= 1, got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < low:
+                raise ConfigError(f"FuzzConfig.{name} must be an integer >= {low}, got {v!r}")
+            object.__setattr__(self, name, int(v))
+        for name in ("new_tx_every_image", "reduce", "stop_at_first"):
+            v = getattr(self, name)
+            if not isinstance(v, bool):
+                raise ConfigError(f"FuzzConfig.{name} must be True or False, got {v!r}")
         if self.recovery not in ("functional", "timed"):
             raise ConfigError(f"FuzzConfig.recovery: unknown machine {self.recovery!r}; use "
                               "functional or timed")
-        if not isinstance(self.idempotence, int) or self.idempotence < 0:
-            raise ConfigError(f"FuzzConfig.idempotence must be >= 0, got {self.idempotence!r}")
+        object.__setattr__(self, "params", _params(self.params))
 
     def to_dict(self) -> dict[str, Any]:
+        """The config as JSON-ready data; ``from_dict`` reads it back to an equal config."""
         d = asdict(self)
         d["params"] = [list(p) for p in self.params]
         return d
@@ -112,9 +159,35 @@ class FuzzConfig:
         bad = set(d) - known
         if bad:
             raise ConfigError(f"unknown FuzzConfig fields {sorted(bad)}; known: {sorted(known)}")
-        d = dict(d)
-        d["params"] = tuple(tuple(p) for p in d.get("params", ()))
         return cls(**d)
+
+
+def _params(raw: Any) -> tuple[tuple[str, Any], ...]:
+    """FuzzConfig.params as (name, value) pairs: from a mapping or a sequence of pairs (lists
+    too, as JSON gives them); anything else is a ConfigError naming the expected form."""
+    form = ("a mapping {name: value} or a sequence of (name, value) pairs, e.g. {'slots': 8} "
+            "or (('slots', 8),)")
+    if isinstance(raw, Mapping):
+        pairs = list(raw.items())
+    elif isinstance(raw, Sequence) and not isinstance(raw, str | bytes):
+        pairs = []
+        for item in raw:
+            if not isinstance(item, Sequence) or isinstance(item, str | bytes) or len(item) != 2:
+                raise ConfigError(f"FuzzConfig.params: {item!r} in {raw!r} is not a (name, value) "
+                                  f"pair; params must be {form}")
+            pairs.append((item[0], item[1]))
+    else:
+        raise ConfigError(f"FuzzConfig.params: got {raw!r}; params must be {form}")
+    seen: set[str] = set()
+    for name, _ in pairs:
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"FuzzConfig.params: parameter name {name!r} is not a non-empty "
+                              f"string; params must be {form}")
+        if name in seen:
+            raise ConfigError(f"FuzzConfig.params: parameter {name!r} is given twice; give each "
+                              "name once")
+        seen.add(name)
+    return tuple(pairs)
 
 
 def fuzz_machine(domain: str, threads: int, seed: int) -> MachineConfig:
@@ -139,8 +212,26 @@ FUZZ_PARAMS: dict[str, dict[str, Any]] = {
 """Small workload parameters campaigns use unless FuzzConfig.params says otherwise: small
 transactions keep every crash point's state space exhaustively enumerable."""
 
-RuntimeArg = str | type[Runtime]
-WorkloadArg = str | type[Workload] | Callable[..., Workload]
+RuntimeArg = str | type[Runtime] | Mutant
+"""A runtime as campaigns take it: a registered name, an import path ``"file.py:Class"``, a
+Runtime subclass or a Mutant (built)."""
+
+
+class RecoveryCrash(tuple[str, str]):
+    """What a recovery "recovered" when recovery code raised or did not terminate, in place of
+    the application data: ``(what, detail)``, e.g. ``("recovery raised", "KeyError: 3")``,
+    ``("reading the recovered data did not terminate", "within 1,000,000 instructions")``.
+    Equal to no workload snapshot; failures with it are of kind ``crash``."""
+
+    def __new__(cls, what: str, detail: str) -> RecoveryCrash:
+        return super().__new__(cls, (what, detail))
+
+    @property
+    def message(self) -> str:
+        return f"{self[0]} {self[1]}"
+
+    def __repr__(self) -> str:
+        return f"<{self.message}>"
 
 
 @dataclass
@@ -163,6 +254,9 @@ class Failure:
     origin: str = ""  # depth >= 2: the recovered image and run the crash point belongs to
     step: str = ""  # the runtime's named persist step the crash point falls in
     lineage: tuple[int, ...] = ()  # depth >= 2: see Campaign.stage_for
+    config: FuzzConfig | None = field(default=None, repr=False)
+    """The campaign's config with user classes as import paths: what reproduces the failure."""
+    unreproducible: str = ""  # why ``config`` alone does not rebuild the campaign, if it does not
 
     def summary(self) -> str:
         where = f"crash point {self.point} ({self.reason}" + (f", in {self.step}" if self.step else "")
@@ -171,9 +265,16 @@ class Failure:
         return f"[{self.kind}] {where}): {self.message}"
 
 
+def failure_key(f: Failure) -> tuple[Any, ...]:
+    """Report order of failures, a total order that does not depend on how they were found:
+    depth, the run after recovery they belong to, crash point, image, then kind and message."""
+    return (f.depth, f.lineage, f.point, f.image_hash, f.kind, f.message)
+
+
 @dataclass
 class Report:
-    """What a campaign checked and found."""
+    """What a campaign checked and found. ``partial``: the campaign was interrupted and the
+    report covers only the work finished by then (``points`` of ``points_planned``)."""
 
     config: FuzzConfig
     runtime: str
@@ -199,6 +300,8 @@ class Report:
     deep_points_sampled: int = 0
     deep_states: int = 0
     deep_distinct: int = 0
+    points_planned: int = 0  # crash points the campaign chose (all of them checked unless partial)
+    partial: bool = False
 
     @property
     def ok(self) -> bool:
@@ -209,24 +312,31 @@ class Report:
         return self.points_sampled == 0
 
     def add(self, failure: Failure) -> None:
-        """Count a failure; keep it while fewer than ``max_failures`` are kept."""
+        """Count a failure; keep the first ``max_failures`` in report order (:func:`failure_key`),
+        whatever order they were found in."""
         self.failure_count += 1
-        if self.first_failure_point is None:
-            self.first_failure_point = failure.point
-        if len(self.failures) < self.config.max_failures:
-            self.failures.append(failure)
+        bisect.insort(self.failures, failure, key=failure_key)
+        del self.failures[self.config.max_failures:]
+        self.first_failure_point = self.failures[0].point
+
+    def keeps(self, key: tuple[Any, ...]) -> bool:
+        """Whether a failure whose :func:`failure_key` starts with ``key`` may be kept (else
+        :meth:`add` would only count it, and building its full text is wasted work)."""
+        kept = self.failures
+        return len(kept) < self.config.max_failures or key <= failure_key(kept[-1])[:len(key)]
 
     def merge(self, other: Report) -> None:
+        """Add ``other``'s counts and failures. Merging is order-independent. ``distinct_images``
+        is summed; :func:`fuzz` replaces it by the size of the union of the images' hashes."""
         for name in ("points", "points_exhaustive", "points_sampled", "states_total",
                      "states_checked", "distinct_images", "recoveries", "idempotence_images",
                      "new_tx_checks", "failure_count", "deep_runs", "deep_candidates",
                      "deep_points", "deep_points_sampled", "deep_states", "deep_distinct"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.failures.extend(other.failures)
-        self.failures.sort(key=lambda f: f.point)
+        self.partial = self.partial or other.partial
+        self.failures = sorted(self.failures + other.failures, key=failure_key)
         del self.failures[self.config.max_failures:]
-        firsts = [p for p in (self.first_failure_point, other.first_failure_point) if p is not None]
-        self.first_failure_point = min(firsts) if firsts else None
+        self.first_failure_point = self.failures[0].point if self.failures else None
 
     def states_per_second(self) -> float:
         return self.states_checked / self.seconds if self.seconds else 0.0
@@ -234,9 +344,13 @@ class Report:
     def summary(self) -> str:
         mode = "exhaustive" if self.exhaustive else (
             f"{self.points_sampled} of {self.points} points sampled")
+        verdict = "OK" if self.ok else f"{self.failure_count} FAILURES"
+        if self.partial:
+            verdict = (f"PARTIAL: interrupted after {self.points} of {self.points_planned} crash "
+                       "points; " + ("no failures so far" if self.ok else f"{verdict} so far"))
         lines = [
             f"crashfuzz {self.runtime} / {self.workload} / {self.config.domain} / "
-            f"{self.config.order}: {'OK' if self.ok else f'{self.failure_count} FAILURES'}",
+            f"{self.config.order}: {verdict}",
             f"  trace {self.trace_events} events, {self.transactions} transactions committed",
             f"  {self.points} crash points ({self.config.points}), {mode}",
             f"  states: {self.states_total} at those points, {self.states_checked} checked, "
@@ -258,20 +372,46 @@ class Report:
 class Campaign:
     """The crash-free run of one config, and the machinery to check its crash images."""
 
+    recovery_min_ops: int = MIN_OPS
+    recovery_ops_factor: int = OPS_FACTOR
+    recovery_seconds: float = SECONDS
+    """Recovery budget (see :mod:`crashfuzz.watchdog`): a recovery, data read and invariant
+    check of one image may issue ``max(recovery_min_ops, recovery_ops_factor x the crash-free
+    run's operations)`` machine operations and use ``recovery_seconds`` of CPU time; beyond
+    either it is a finding of kind ``crash`` ("... did not terminate within ...")."""
+
     def __init__(self, cfg: FuzzConfig, runtime: RuntimeArg | None = None,
                  workload: WorkloadArg | None = None, machine: MachineConfig | None = None) -> None:
+        """Run the crash-free run of ``cfg`` and check it.
+
+        ``runtime``/``workload`` override ``cfg.runtime``/``cfg.workload`` with any form
+        :func:`get_runtime` and :func:`~pmsim.workloads.base.build_workload` take. A class (or
+        an instance, run as a fresh copy seeded by ``cfg.seed``) with an import path is recorded
+        in ``self.cfg`` as that path, so failures carry a config that reproduces them;
+        ``self.unreproducible`` says why not otherwise. Raises
+        :class:`~pmsim.errors.WorkloadModelMismatch` when the workload's data after the
+        crash-free run (or after a clean restart) disagree with its model.
+        """
         self.cfg = cfg
-        rt_cls = get_runtime(runtime or cfg.runtime) if not isinstance(runtime, type) else runtime
+        self.unreproducible = ""
+        self._notes: list[str] = []
+        rt_cls = get_runtime(cfg.runtime if runtime is None else runtime)
         self.rt_cls = rt_cls
+        if isinstance(runtime, str):
+            self._record("runtime", runtime, "")
+        elif runtime is not None:
+            self._record("runtime", *self._runtime_ref(runtime, rt_cls))
         wl = self._workload(workload)
+        self._pristine = _fresh_copy(wl)  # the workload before it ran, for _reference_agrees
+        if machine is not None:
+            self._notes.append("the campaign ran on a machine config passed to it; pass the same "
+                               "machine= to reproduce")
+        self.unreproducible = "; ".join(self._notes)
+        cfg = self.cfg
         base = machine or fuzz_machine(cfg.domain, cfg.threads, cfg.seed)
-        base = base.replace(domain=cfg.domain, cores=max(base.cores, cfg.threads))
+        self.base_mcfg = base = base.replace(domain=cfg.domain, cores=max(base.cores, cfg.threads))
         layout = rt_cls.plan(wl.spec(), cfg.threads, base.pm_region.base)
-        size = -(-(layout.end - base.pm_region.base) // 4096) * 4096
-        pm = base.pm_region
-        regions = tuple(replace(r, size=max(size, 4096)) if r is pm else r for r in base.regions)
-        mcfg = base.replace(regions=regions)
-        self.mcfg = mcfg
+        mcfg = self.mcfg = _machine_for(layout, base)
         m = Machine(mcfg)
         rt = rt_cls(m, layout)
         self.session = Session(m, rt, wl)
@@ -283,7 +423,7 @@ class Campaign:
         self.session.run(cfg.txs)
         self.full_trace: Trace = m.trace()
         self.ignored = np.asarray(sorted(rt.crash_irrelevant()), np.uint64) if (
-            cfg.reduce and hasattr(rt, "crash_irrelevant")) else np.zeros(0, np.uint64)
+            cfg.reduce and declares_crash_irrelevant(rt_cls)) else np.zeros(0, np.uint64)
         self.trace = drop_stores(self.full_trace, self.ignored)
         self.model = CrashModel(self.trace, cfg.order, cfg.domain)
         self.history = TxHistory.from_trace(self.trace)
@@ -292,22 +432,83 @@ class Campaign:
         # crash-tested (record=True) runs timed, and cfg.recovery='timed' times them all
         self.scratch_timed = Machine(mcfg)
         self.scratch = self.scratch_timed if cfg.recovery == "timed" else Machine(mcfg, timed=False)
+        self.watchdog = Watchdog(max(self.recovery_min_ops, self.recovery_ops_factor * ops(m)),
+                                 self.recovery_seconds)
         self.rt_name = getattr(rt_cls, "name", rt_cls.__name__) or rt_cls.__name__
         self._outcomes: dict[tuple[int, int], tuple[Hashable, list[str], str | None, bool]] = {}
         self._new_tx_done: set[Hashable] = set()
         self._idem_done: set[tuple[int, int]] = set()
+        self._check_crash_free()
+
+    def _record(self, which: str, ref: str | None, why: str) -> None:
+        """Store the string that finds a runtime or workload class again in ``self.cfg``."""
+        if ref is None:
+            self._notes.append(f"the {which} {why}")
+        elif getattr(self.cfg, which) != ref:
+            self.cfg = replace(self.cfg, **{which: ref})
+
+    @staticmethod
+    def _runtime_ref(arg: Any, cls: type[Runtime]) -> tuple[str | None, str]:
+        if isinstance(arg, Mutant):
+            if MUTANTS.get(arg.name) is arg:
+                return arg.name, ""
+            path, _ = import_path(arg)
+            return (path, "") if path else (None, (
+                f"is the unregistered Mutant {arg.name!r}; define it at module level in a file "
+                "and pass 'file.py:<variable>', or register_mutant() it in an imported module"))
+        return reference(cls)
 
     def _workload(self, workload: WorkloadArg | None) -> Workload:
+        """The workload instance, from any form the entry points take (build_workload). A name
+        or class gets the small fuzzing parameters of its class (FUZZ_PARAMS by registered
+        name, or the class's ``fuzz_params``) under ``cfg.params``; an instance keeps its own
+        and runs as a fresh copy (no history, ``cfg.seed``, ``txs`` filled in when None)."""
         cfg = self.cfg
-        if workload is None or isinstance(workload, str):
-            name = workload or cfg.workload
-            kw = {**FUZZ_PARAMS.get(name, {}), **dict(cfg.params)}
-            cls = get_workload(name)
-            return cls(threads=cfg.threads, seed=cfg.seed, txs=self._planned_txs(), **kw)
-        kw = dict(cfg.params)
-        if isinstance(workload, Workload):
-            return workload
-        return workload(threads=cfg.threads, seed=cfg.seed, txs=self._planned_txs(), **kw)
+        arg = cfg.workload if workload is None else workload
+        txs, params = self._planned_txs(), dict(cfg.params)
+        if isinstance(arg, Workload):
+            build_workload(arg, cfg.threads, cfg.seed, txs, params)  # checks threads and params
+            if arg.seed != cfg.seed:
+                raise ConfigError(f"the workload instance has seed={arg.seed} but "
+                                  f"FuzzConfig.seed={cfg.seed}, which seeds the workload; set "
+                                  f"FuzzConfig(seed={arg.seed}) or build it with seed={cfg.seed}")
+            wl = _fresh_copy(arg)
+            wl.txs = txs if arg.txs is None else arg.txs
+            self._record("workload", *self._instance_ref(wl))
+            return wl
+        if not isinstance(arg, str | type):
+            self._notes.append(f"the workload came from the factory {arg!r}, which FuzzConfig "
+                               "cannot name; pass a class or its import path")
+            return build_workload(arg, cfg.threads, cfg.seed, txs, params)
+        cls = get_workload(arg)
+        wl = build_workload(cls, cfg.threads, cfg.seed, txs, params, fuzz_defaults(cls, FUZZ_PARAMS))
+        self._record("workload", *((arg, "") if isinstance(arg, str) else workload_reference(cls)))
+        return wl
+
+    def _instance_ref(self, wl: Workload) -> tuple[str | None, str]:
+        """The import path of an instance's class, with ``self.cfg.params`` set to rebuild it,
+        if FuzzConfig can describe the instance: the rebuilt one must have its parameters and
+        layout."""
+        cls = type(wl)
+        ref, why = workload_reference(cls)
+        if ref is None:
+            return None, why
+        cfg = self.cfg
+        defaults = fuzz_defaults(cls, FUZZ_PARAMS)
+        base = cls.Params()
+        explicit = tuple((f.name, getattr(wl.p, f.name)) for f in fields(wl.p)
+                         if getattr(wl.p, f.name) != defaults.get(f.name, getattr(base, f.name)))
+        try:
+            again = build_workload(cls, cfg.threads, cfg.seed, self._planned_txs(), dict(explicit),
+                                   defaults)
+            same = again.p == wl.p and again.spec() == wl.spec()
+        except Exception:  # noqa: BLE001 - a class that cannot be rebuilt so is reported, below
+            same = False
+        if not same:
+            return None, (f"was passed as a {cls.__name__} instance that FuzzConfig cannot "
+                          "rebuild (its txs or constructor differ); pass its class with params=")
+        self.cfg = replace(cfg, params=explicit)
+        return ref, ""
 
     def _planned_txs(self) -> int:
         """Transactions per thread the layout must hold: the run, the new-transaction check and
@@ -319,8 +520,11 @@ class Campaign:
     def recover(self, image: np.ndarray, record: bool = False) -> tuple[Runtime | None, Hashable,
                                                                          list[str], Trace | None]:
         """Power-cycle the scratch machine, load ``image``, recover; (runtime, data, errors,
-        recovery trace when ``record``). A recovery that raises is reported as an error.
+        recovery trace when ``record``).
 
+        Recovery code that raises or overruns the watchdog's budget is a finding, not an error:
+        recovery itself gives runtime None and a :class:`RecoveryCrash` as the data; the
+        workload's data reader gives a RecoveryCrash as the data; the invariant check an error.
         Runs on the functional machine (same memory, values and trace stores as the timed
         one), or on the timed one when ``record`` asks for recovery's own trace."""
         m = self.scratch_timed if record else self.scratch
@@ -328,18 +532,85 @@ class Campaign:
         if record:
             m.reset_trace()
         wl = self.session.workload
+        wd = self.watchdog
+        rt: Runtime | None = None
+        data: Hashable = None
+        errors: list[str] = []
+        stage = "recovery"
         try:
-            rt = self.session.runtime.reattach(m)
-            rt.recover(m.cpu(0))
-        except Exception as e:  # noqa: BLE001 - any exception is a finding, not a crash
-            return None, ("recovery raised", f"{type(e).__name__}: {e}"), [
-                f"recovery raised {type(e).__name__}: {e}"], None
-        data = wl.app_data(rt)
-        try:
-            errors = rt.check_invariants(wl.live_objects(rt))
-        except Exception as e:  # noqa: BLE001
-            errors = [f"invariant check raised {type(e).__name__}: {e}"]
+            wd.start(m)
+            try:
+                try:
+                    rt = self.session.runtime.reattach(m)
+                    rt.recover(m.cpu(0))
+                except Exception as e:  # noqa: BLE001 - any exception is a finding, not a crash
+                    crash = RecoveryCrash("recovery raised", f"{type(e).__name__}: {e}")
+                    return None, crash, [crash.message], None
+                stage = "reading the recovered data"
+                try:
+                    data = wl.app_data(rt)
+                except Exception as e:  # noqa: BLE001
+                    data = RecoveryCrash(f"{stage} raised", f"{type(e).__name__}: {e}")
+                stage = "the invariant check"
+                try:
+                    errors = rt.check_invariants(wl.live_objects(rt))
+                except Exception as e:  # noqa: BLE001
+                    errors = [f"invariant check raised {type(e).__name__}: {e}"]
+            finally:
+                wd.stop()
+            stage = "recovery"  # the operations an overrun that ended counts are recovery's
+            wd.check(m)
+        except Hang as h:
+            crash = RecoveryCrash(f"{stage} did not terminate", h.detail)
+            if stage == "recovery":
+                return None, crash, [crash.message], None
+            if stage == "the invariant check":
+                errors = [crash.message]
+            else:
+                data = crash
         return rt, data, errors, (m.trace() if record else None)
+
+    # -- the crash-free run -----------------------------------------------------------------------
+    def _check_crash_free(self) -> None:
+        """Raise WorkloadModelMismatch when the workload's data after the crash-free run, or
+        after a clean restart and recovery, disagree with its model. On a runtime that is not
+        one of pmsim's own correct ones the crash-free run is first repeated on undo: if the
+        data agree there, the runtime is at fault, and fuzzing reports it as usual."""
+        problem = _crash_free_problem(self.session, self.recover)
+        if problem is None:
+            return
+        if not _trusted(self.rt_cls) and self._reference_agrees():
+            return
+        raise WorkloadModelMismatch(problem)
+
+    def _reference_agrees(self) -> bool:
+        """Whether a fresh copy of the workload agrees with its model on the undo runtime."""
+        wl = _fresh_copy(self._pristine)
+        ref = get_runtime("undo")
+        cfg = self.cfg
+        layout = ref.plan(wl.spec(), cfg.threads, self.base_mcfg.pm_region.base)
+        mcfg = _machine_for(layout, self.base_mcfg)
+        m = Machine(mcfg)
+        rt = ref(m, layout)
+        rt.format()
+        wl.setup(rt)
+        s = Session(m, rt, wl)
+        try:
+            s.run(cfg.txs)
+        except Exception:  # noqa: BLE001 - the workload fails on a correct runtime: its bug
+            return False
+        scratch = Machine(mcfg, timed=False)
+
+        def recover(img: np.ndarray) -> tuple[Any, Hashable, list[str], None]:
+            scratch.power_cycle(img)
+            rt2 = rt.reattach(scratch)
+            rt2.recover(scratch.cpu(0))
+            return rt2, wl.app_data(rt2), rt2.check_invariants(wl.live_objects(rt2)), None
+
+        try:
+            return _crash_free_problem(s, recover) is None
+        except Exception:  # noqa: BLE001
+            return False
 
     def _new_transaction(self, rt: Runtime, data: Hashable, k: int) -> str | None:
         """Commit ``new_tx`` more transactions on the recovered runtime, restart cleanly, recover and
@@ -383,7 +654,12 @@ class Campaign:
         return _prefix_order(self.history, key)
 
     # -- one crash point ----------------------------------------------------------------------
-    def check_point(self, point: Any, rng: np.random.Generator, report: Report) -> None:
+    def check_point(self, point: Any, report: Report,
+                    collect: bool = False) -> tuple[tuple[int, int], np.ndarray] | None:
+        """Check every image at ``point`` (or ``samples`` of them, drawn by a generator seeded
+        by the seed and the point). With ``collect``, return the point's candidate for the
+        idempotence check (a copy): its first image that passes and whose recovery stores
+        something; the check itself is :meth:`_check_idempotence`, chosen by :func:`fuzz`."""
         cfg = self.cfg
         space = self.model.space(point)
         count = space.count
@@ -395,19 +671,19 @@ class Campaign:
             images: Iterable[tuple[tuple[int, int], np.ndarray]] = space.hashed_images(distinct=True)
         else:
             report.points_sampled += 1
-            states = space.sample(cfg.samples, rng)
+            states = space.sample(cfg.samples, _rng(cfg.seed, 1, point.index))
             report.states_checked += len(states)
             images = ((space.hash(s), space.image(s)) for s in states)
-        idem_here = len(self._idem_done) < cfg.idempotence
+        candidate = None
         for h, img in images:
             failure = self._check_image(point, h, img, report)
-            if failure is None and idem_here and self._outcomes[h][3]:
-                idem_here = False
-                failure = self._check_idempotence(point, h, img, rng, report)
+            if failure is None and collect and candidate is None and self._outcomes[h][3]:
+                candidate = (h, img.copy())
             if failure is not None:
                 report.add(failure)
                 if cfg.stop_at_first:
-                    return
+                    break
+        return candidate
 
     def _outcome(self, h: tuple[int, int], img: np.ndarray, report: Report,
                  k: int) -> tuple[Hashable, list[str], str | None, bool]:
@@ -440,16 +716,19 @@ class Campaign:
         if not ok:
             kind = "crash" if isinstance(data, tuple) and data[:1] == ("recovery raised",) else "data"
             return self._failure(kind, point, h, img, "recovered data matches no correct outcome",
-                                 cands, data)
+                                 cands, data, report=report)
         if errors:
-            return self._failure("invariant", point, h, img, "; ".join(errors[:3]), cands, data)
+            return self._failure("invariant", point, h, img, "; ".join(errors[:3]), cands, data,
+                                 report=report)
         if newtx:
-            return self._failure("new-tx", point, h, img, newtx, cands, data)
+            return self._failure("new-tx", point, h, img, newtx, cands, data, report=report)
         return None
 
     def _check_idempotence(self, point: Any, h: tuple[int, int], img: np.ndarray,
-                           rng: np.random.Generator, report: Report) -> Failure | None:
-        """Crash recovery itself at its reduced points and recover again (once per image)."""
+                           rng: np.random.Generator | None, report: Report) -> Failure | None:
+        """Crash recovery itself at its reduced points and recover again (once per image).
+        Samples at a point of recovery's trace are drawn by a generator seeded by the seed, the
+        crash point and that point, as the campaign does, unless ``rng`` is given."""
         if h in self._idem_done:
             return None
         self._idem_done.add(h)
@@ -465,7 +744,8 @@ class Campaign:
             if sp.count <= self.cfg.budget:
                 it: Iterable[tuple[tuple[int, int], np.ndarray]] = sp.hashed_images(distinct=True)
             else:
-                it = ((sp.hash(s), sp.image(s)) for s in sp.sample(self.cfg.samples, rng))
+                prng = rng or _rng(self.cfg.seed, 4, point.index, p.index)
+                it = ((sp.hash(s), sp.image(s)) for s in sp.sample(self.cfg.samples, prng))
             for h2, img2 in it:
                 data2, errors2, _, _ = self._outcome(h2, img2, report, k)
                 ok, cands = self.oracle.check(k, data2)
@@ -477,21 +757,21 @@ class Campaign:
         return None
 
     # -- crash depth: crash the run that follows a recovery ----------------------------------------
-    def crash_deeper(self, points: Sequence[Any], rng: np.random.Generator, report: Report) -> None:
+    def crash_deeper(self, points: Sequence[Any], report: Report) -> None:
         """Depth >= 2: from crash points spread over the run, take the image in which every
         store so far persisted, run recovery and ``depth_txs`` new transactions on it with
         tracing on, and crash-test that run like the first one: its reduced points, every image
         (up to the budget), recovery and the oracle, whose acceptable outcomes are the
         recovered outcome followed by prefixes of the new transactions. Recursively up to
-        ``depth``. Runs whose recovered image was already explored are skipped."""
+        ``depth``. Runs whose recovered image was already explored are skipped. Samples at a
+        point are drawn by a generator seeded by the seed, the depth, the lineage and the point."""
         root = _Stage(1, self.trace, self.model, self.oracle, self.history,
                       self.session.runtime, self.session.workload, [], "", ())
         self._deep_seen: set[tuple[int, int]] = set()
         self._deep_outcomes: dict[tuple[int, int], tuple[Hashable, list[str]]] = {}
-        self._expand(root, points, rng, report)
+        self._expand(root, points, report)
 
-    def _expand(self, stage: _Stage, points: Sequence[Any], rng: np.random.Generator,
-                report: Report) -> None:
+    def _expand(self, stage: _Stage, points: Sequence[Any], report: Report) -> None:
         cfg = self.cfg
         if stage.depth >= cfg.depth:
             return
@@ -508,10 +788,10 @@ class Campaign:
             report.deep_runs += 1
             child_points = child.model.points("reduced")
             for cp in child_points:
-                self._check_deep_point(child, cp, rng, report)
+                self._check_deep_point(child, cp, report)
                 if cfg.stop_at_first and report.failure_count:
                     return
-            self._expand(child, child_points, rng, report)
+            self._expand(child, child_points, report)
 
     def _run_after_recovery(self, stage: _Stage, point: Any, img: np.ndarray,
                             report: Report) -> _Stage | None:
@@ -581,8 +861,7 @@ class Campaign:
             out = self._deep_outcomes[h] = (data, errors)
         return out
 
-    def _check_deep_point(self, stage: _Stage, point: Any, rng: np.random.Generator,
-                          report: Report) -> None:
+    def _check_deep_point(self, stage: _Stage, point: Any, report: Report) -> None:
         cfg = self.cfg
         space = stage.model.space(point)
         report.deep_points += 1
@@ -591,6 +870,7 @@ class Campaign:
             images: Iterable[tuple[tuple[int, int], np.ndarray]] = space.hashed_images(distinct=True)
         else:
             report.deep_points_sampled += 1
+            rng = _rng(cfg.seed, 3, stage.depth, *stage.lineage, point.index)
             states = space.sample(cfg.samples, rng)
             report.deep_states += len(states)
             images = ((space.hash(s), space.image(s)) for s in states)
@@ -611,7 +891,7 @@ class Campaign:
         kind = ("crash" if isinstance(data, tuple) and data[:1] == ("recovery raised",)
                 else "data") if not ok else "invariant"
         msg = "recovered data matches no correct outcome" if not ok else "; ".join(errors[:3])
-        return self._failure(kind, point, h, img, msg, cands, data, stage)
+        return self._failure(kind, point, h, img, msg, cands, data, stage, report)
 
     def stage_for(self, lineage: Sequence[int]) -> _Stage:
         """Rebuild the run after recovery that a depth >= 2 failure belongs to: ``lineage``
@@ -634,7 +914,10 @@ class Campaign:
     # -- reports ----------------------------------------------------------------------------------
     def _failure(self, kind: str, point: Any, h: tuple[int, int], img: np.ndarray, message: str,
                  cands: Sequence[tuple[tuple[int, ...], Hashable]], data: Hashable,
-                 stage: _Stage | None = None) -> Failure:
+                 stage: _Stage | None = None, report: Report | None = None) -> Failure:
+        """The failure at crash point ``point`` with everything a human needs: the event, the
+        persist step, labelled addresses and what persisted. When ``report`` would only count
+        it (it already keeps ``max_failures`` earlier ones), a bare failure without that text."""
         k = point.index
         tr = stage.trace if stage is not None else self.trace
         kinds = tr.events["kind"]
@@ -644,14 +927,40 @@ class Campaign:
             ev += f"; next: {tr.describe(k)}"
         t = float(tr.events["time"][k - 1]) if k > 0 else 0.0
         step = self.step_of(last) if stage is None and last is not None else ""
+        if isinstance(data, RecoveryCrash):
+            if kind in ("data", "crash"):
+                kind, message = "crash", data.message
+            elif kind == "idempotence":
+                message = f"{message}: {data.message}"
+        depth, lineage = (stage.depth, stage.lineage) if stage is not None else (1, ())
+        if report is not None and not report.keeps((depth, lineage, k, h, kind)):
+            return Failure(kind=kind, point=k, since=point.since, reason=point.reason, event="",
+                           time_ns=0.0, image_hash=h, message=message, expected=[], recovered="",
+                           persisted=[], image=img, depth=depth, lineage=lineage, config=self.cfg)
+        labels = self.labeller(k, stage)
         return Failure(
-            kind=kind, point=k, since=point.since, reason=point.reason, event=ev, time_ns=t,
-            image_hash=h, message=message,
+            kind=kind, point=k, since=point.since, reason=point.reason,
+            event=labels.annotate(ev), time_ns=t, image_hash=h, message=labels.annotate(message),
             expected=[f"per-thread prefix {key}: {_short(exp)}" for key, exp in cands],
-            recovered=_short(data), persisted=self.persisted_lines(point, img, tr), image=img.copy(),
-            depth=stage.depth if stage is not None else 1,
+            recovered=_short(data), persisted=self.persisted_lines(point, img, tr, labels),
+            image=img.copy(), depth=stage.depth if stage is not None else 1,
             origin=stage.origin if stage is not None else "", step=step or "",
-            lineage=stage.lineage if stage is not None else ())
+            lineage=stage.lineage if stage is not None else (), config=self.cfg,
+            unreproducible=self.unreproducible)
+
+    def labeller(self, k: int, stage: _Stage | None = None) -> Labeller:
+        """Names for the runtime's addresses at crash point ``k``; log records are found in the
+        image in which every store before ``k`` persisted."""
+        model = stage.model if stage is not None else self.model
+        ix = model.index
+        words = ix.image_at(ix.hi_at(k)).view(np.uint64)
+        pm0 = model.trace.pm_base
+
+        def memory(addr: int) -> int | None:
+            w = (addr - pm0) >> 3
+            return int(words[w]) if 0 <= w < len(words) else None
+
+        return Labeller.of(stage.runtime if stage is not None else self.session.runtime, memory)
 
     def step_of(self, i: int) -> str | None:
         """The named persist step event ``i`` of the (reduced) trace belongs to."""
@@ -659,8 +968,10 @@ class Campaign:
         j = int(kept[i]) if kept is not None else i
         return step_at(self.step_log, j, int(self.trace.events["tid"][i]))
 
-    def persisted_lines(self, point: Any, img: np.ndarray, trace: Trace | None = None) -> list[str]:
-        """For each line with stores before the point: how many of them the image holds."""
+    def persisted_lines(self, point: Any, img: np.ndarray, trace: Trace | None = None,
+                        labels: Labeller | None = None) -> list[str]:
+        """For each line with stores before the point: how many of them the image holds, and
+        (with ``labels``) what the stored words are."""
         tr = trace if trace is not None else self.trace
         ev = tr.events
         k = point.index
@@ -687,7 +998,8 @@ class Campaign:
             desc = (f"{match} of {len(stores)} stores persisted" if match is not None
                     else f"matches no prefix of its {len(stores)} stores (atoms persisted "
                          "independently)")
-            out.append(f"line {line:#x}: {desc}")
+            what = labels.words(int(ev["addr"][i]) for i in stores) if labels else ""
+            out.append(f"line {line:#x}" + (f" ({what})" if what else "") + f": {desc}")
         return out
 
 
@@ -749,51 +1061,367 @@ def _short(x: Any, limit: int = 160) -> str:
     return s if len(s) <= limit else s[:limit] + f"... ({len(s)} chars)"
 
 
-def _run_shard(cfg: FuzzConfig, shard: int, nshards: int, runtime: RuntimeArg | None,
-               workload: WorkloadArg | None, machine: MachineConfig | None) -> Report:
-    camp = Campaign(cfg, runtime, workload, machine)
-    rep = Report(cfg, camp.rt_name, camp.session.workload.name, len(camp.trace),
-                 len(camp.history.commit_order))
-    rng = np.random.default_rng([cfg.seed, 1, shard])
-    prng = np.random.default_rng([cfg.seed, 2])
-    points = camp.model.points(cfg.points, n=cfg.sampled_points, rng=prng)
-    for p in points[shard::nshards]:
-        camp.check_point(p, rng, rep)
-        if cfg.stop_at_first and rep.failure_count:
-            break
-    if shard == 0 and cfg.depth > 1 and not (cfg.stop_at_first and rep.failure_count):
-        camp.crash_deeper(points, np.random.default_rng([cfg.seed, 3]), rep)
-    return rep
+def _machine_for(layout: Layout, base: MachineConfig) -> MachineConfig:
+    """``base`` with its PM region cut to ``layout`` (whole pages): small images are cheap."""
+    size = -(-(layout.end - base.pm_region.base) // 4096) * 4096
+    pm = base.pm_region
+    return base.replace(regions=tuple(replace(r, size=max(size, 4096)) if r is pm else r
+                                      for r in base.regions))
+
+
+def _trusted(cls: type[Runtime]) -> bool:
+    """Whether ``cls`` is one of pmsim's own runtimes (or a switch of one), not a mutant."""
+    name, _ = reference(cls)
+    return (name == getattr(cls, "name", None) and cls.__module__.startswith("pmsim.runtimes.")
+            and not cls.mutations)
+
+
+_NOT_CRASH = "this is a bug in the workload or its model, not a crash-consistency bug"
+
+
+def _fresh_copy(wl: Workload) -> Workload:
+    """A copy of ``wl`` with no recorded transactions, random streams or locks, sharing no
+    mutable state with it (campaigns and shards never disturb each other or the caller)."""
+    out = copy.copy(wl)
+    out.executed, out._rngs, out.locks = {}, {}, []
+    try:
+        out.__dict__ = copy.deepcopy(out.__dict__)
+    except Exception:  # noqa: BLE001 - state that cannot be copied stays shared
+        pass
+    return out
+
+
+def _fresh(wl: Workload) -> Workload | None:
+    """A new instance like ``wl`` (its class, threads, seed, txs, parameters) with no Python
+    state from a run; None when its class cannot be built that way."""
+    try:
+        fresh = type(wl)(threads=wl.threads, seed=wl.seed, txs=wl.txs,
+                         **{f.name: getattr(wl.p, f.name) for f in fields(wl.p)})
+    except Exception:  # noqa: BLE001 - a constructor of its own: skip this part of the check
+        return None
+    return fresh if fresh.p == wl.p else None
+
+
+def _crash_free_problem(s: Session, recover: Callable[[np.ndarray], tuple[Any, Hashable,
+                                                                           list[str], Any]]
+                        ) -> str | None:
+    """What is wrong with a workload's data after its crash-free run ``s``: as the run left
+    them (unless a transaction is still open: a program may stop inside one), then after a
+    clean restart (``recover`` on the image the run left). None if nothing."""
+    wl, rt = s.workload, s.runtime
+    expected = wl.expected(rt.commit_order)
+    if all(tx is None for tx in rt.active):
+        try:
+            got = wl.app_data(rt)
+        except Exception as e:  # noqa: BLE001
+            return (f"reading the workload's data after a crash-free run raised "
+                    f"{type(e).__name__}: {e}; {_NOT_CRASH}")
+        if got != expected:
+            return (f"the workload's data after a crash-free run disagrees with its model: got "
+                    f"{_short(got)}, expected {_short(expected)}; {_NOT_CRASH}")
+    rt2, got, errors, _ = recover(s.machine.pm_image())
+    fresh = _fresh(wl)
+    if rt2 is not None and fresh is not None:  # a restarted program remembers nothing
+        try:
+            got = fresh.app_data(rt2)
+        except Exception as e:  # noqa: BLE001
+            return (f"reading the workload's data after a crash-free run and a clean restart "
+                    f"raised {type(e).__name__}: {e}; {_NOT_CRASH}")
+    if got != expected:
+        return (f"the workload's data after a crash-free run and a clean restart disagrees with "
+                f"its model: got {_short(got)}, expected {_short(expected)}; {_NOT_CRASH}")
+    if errors:
+        return (f"after a crash-free run and a clean restart the runtime's invariants fail: "
+                f"{'; '.join(errors[:3])}; the workload's live_objects() must return exactly "
+                f"the heap objects its data reach; {_NOT_CRASH}")
+    return None
+
+
+def _rng(*words: int) -> np.random.Generator:
+    """The generator of one random choice: seeded by the campaign's seed and by where the
+    choice is made (a kind tag and crash points), never by which job makes it."""
+    return np.random.default_rng(list(words))
+
+
+class Interrupted(KeyboardInterrupt):
+    """:func:`fuzz` was interrupted (Ctrl-C, or a signal raised as KeyboardInterrupt).
+
+    ``report`` holds what the units finished by then found, marked ``partial``. It is a
+    KeyboardInterrupt, so code that does not look for it stops as on any Ctrl-C.
+    """
+
+    def __init__(self, report: Report) -> None:
+        super().__init__(f"crash fuzzing interrupted after {report.points} of "
+                         f"{report.points_planned} crash points")
+        self.report = report
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What every unit of one :func:`fuzz` call needs; ``token`` tells calls apart, so a worker
+    builds one campaign per call and never reuses one from an earlier call."""
+
+    cfg: FuzzConfig
+    runtime: RuntimeArg | None
+    workload: WorkloadArg | None
+    machine: MachineConfig | None
+    token: tuple[int, int]
+
+
+@dataclass
+class _Unit:
+    """One unit of a campaign's work. ``key`` is its place in report order: chunk ``c`` is
+    ``(c, 0)``, the idempotence check of the crash point at position ``pos`` of chunk ``c`` is
+    ``(c, 1, pos)``, the runs after recovery are ``(chunks, 0)``."""
+
+    key: tuple[int, ...]
+    kind: str  # "chunk", "idempotence" or "deep"
+    lo: int = 0  # chunk: crash points [lo, hi) of the campaign; idempotence: the point lo
+    hi: int = 0
+    image_hash: tuple[int, int] = (0, 0)
+    image: np.ndarray | None = field(default=None, repr=False)
+
+
+@dataclass
+class _Done:
+    """What one unit found: its report, the hashes of the images it recovered (an (n, 2) array,
+    for ``distinct_images``) and, for a chunk, its idempotence candidates (point, hash, image)."""
+
+    report: Report
+    hashes: np.ndarray
+    candidates: list[tuple[int, tuple[int, int], np.ndarray]]
+
+
+_CALLS = itertools.count()
+_LOCAL = threading.local()
+
+
+def _points(camp: Campaign) -> list[Any]:
+    cfg = camp.cfg
+    return camp.model.points(cfg.points, n=cfg.sampled_points, rng=_rng(cfg.seed, 2))
+
+
+def _campaign(job: _Job) -> tuple[Campaign, list[Any]]:
+    """This worker thread's campaign for ``job`` and its crash points, built once per call."""
+    got = getattr(_LOCAL, "campaign", None)
+    if got is None or got[0] != job.token:
+        _LOCAL.campaign = None  # let the previous call's campaign go before building this one
+        camp = Campaign(job.cfg, job.runtime, job.workload, job.machine)
+        got = _LOCAL.campaign = (job.token, camp, _points(camp))
+    return got[1], got[2]
+
+
+def _plan(job: _Job) -> Report:
+    """The empty report of ``job``'s campaign: its config (as the campaign recorded it), names,
+    trace and transaction counts, and how many crash points it chose."""
+    camp, points = _campaign(job)
+    return _header(camp, points)
+
+
+def _header(camp: Campaign, points: Sequence[Any]) -> Report:
+    return Report(camp.cfg, camp.rt_name, camp.session.workload.name, len(camp.trace),
+                  len(camp.history.commit_order), points_planned=len(points))
+
+
+def _run_unit(job: _Job, unit: _Unit) -> _Done:
+    """Run ``unit`` in this worker (a process or a thread of an executor)."""
+    camp, points = _campaign(job)
+    return _do_unit(camp, points, unit)
+
+
+def _do_unit(camp: Campaign, points: Sequence[Any], unit: _Unit) -> _Done:
+    """Run ``unit`` on ``camp`` from empty caches, so that what it counts and finds depends on
+    the unit alone, not on the units the worker ran before."""
+    cfg = camp.cfg
+    camp._outcomes = {}
+    camp._new_tx_done = set()
+    camp._idem_done = set()
+    rep = Report(cfg, camp.rt_name, camp.session.workload.name)
+    candidates: list[tuple[int, tuple[int, int], np.ndarray]] = []
+    if unit.kind == "chunk":
+        chosen: set[tuple[int, int]] = set()
+        for pos in range(unit.lo, unit.hi):
+            got = camp.check_point(points[pos], rep, collect=len(chosen) < cfg.idempotence)
+            if got is not None and got[0] not in chosen:
+                chosen.add(got[0])
+                candidates.append((pos, got[0], got[1]))
+            if cfg.stop_at_first and rep.failure_count:
+                break
+    elif unit.kind == "idempotence":
+        assert unit.image is not None
+        failure = camp._check_idempotence(points[unit.lo], unit.image_hash, unit.image, None, rep)
+        if failure is not None:
+            rep.add(failure)
+    else:
+        camp.crash_deeper(points, rep)
+    hashes = np.array(sorted(camp._outcomes), np.uint64).reshape(-1, 2)
+    return _Done(rep, hashes, candidates)
+
+
+class _Schedule:
+    """The units of one campaign, which to run next, and the merge of what finished ones found.
+
+    Units: chunks of CHUNK_POINTS crash points in trace order; the idempotence checks; the runs
+    after recovery (depth >= 2). The idempotence images are the first ``cfg.idempotence``
+    distinct candidates in trace order; each chunk reports its first that many, and as soon as
+    every chunk before one has finished its candidates are chosen, and their checks run before
+    later chunks. Merging is order-independent; with ``stop_at_first`` the report is the units
+    in key order up to the first that failed, once every unit before it has finished.
+    """
+
+    def __init__(self, header: Report, deep_first: bool) -> None:
+        self.cfg = cfg = header.config
+        self.header = header
+        n = header.points_planned
+        self.chunks = -(-n // CHUNK_POINTS)
+        self.heap: list[tuple[tuple[int, ...], int, _Unit]] = []
+        self.created: set[tuple[int, ...]] = set()
+        self.finished: set[tuple[int, ...]] = set()
+        self._seq = itertools.count()
+        for c in range(self.chunks):
+            self._push(_Unit((c, 0), "chunk", c * CHUNK_POINTS, min(n, (c + 1) * CHUNK_POINTS)))
+        if cfg.depth > 1:
+            self._push(_Unit((self.chunks, 0), "deep"), first=deep_first)
+        self.candidates: dict[int, list[tuple[int, tuple[int, int], np.ndarray]]] = {}
+        self.prefix = 0  # chunks [0, prefix) have finished
+        self.chosen: set[tuple[int, int]] = set()
+        self.kept: dict[tuple[int, ...], _Done] = {}  # stop_at_first: every finished unit
+        self.merged = self._empty()  # otherwise: their merge, and their hashes
+        self.hashes: list[np.ndarray] = []
+
+    def _empty(self) -> Report:
+        return replace(self.header, failures=[])
+
+    def _push(self, unit: _Unit, first: bool = False) -> None:
+        self.created.add(unit.key)
+        heapq.heappush(self.heap, ((-1,) if first else unit.key, next(self._seq), unit))
+
+    def pop(self) -> _Unit | None:
+        """The next unit to run: chunks and their idempotence checks in key order (the runs
+        after recovery first when ``deep_first``: the longest unit, started early)."""
+        return heapq.heappop(self.heap)[2] if self.heap else None
+
+    def finish(self, unit: _Unit, done: _Done) -> None:
+        if unit.kind == "chunk":
+            self.candidates[unit.key[0]] = done.candidates
+            done.candidates = []
+        if self.cfg.stop_at_first:
+            self.kept[unit.key] = done
+        else:
+            self.merged.merge(done.report)
+            self.hashes.append(done.hashes)
+        self.finished.add(unit.key)
+        while self.prefix < self.chunks and (self.prefix, 0) in self.finished:
+            for pos, h, img in self.candidates.pop(self.prefix):
+                if len(self.chosen) < self.cfg.idempotence and h not in self.chosen:
+                    self.chosen.add(h)
+                    self._push(_Unit((self.prefix, 1, pos), "idempotence", pos, pos, h, img))
+            self.prefix += 1
+
+    def stop_key(self) -> tuple[int, ...] | None:
+        """With ``stop_at_first``: the first failing unit, once every unit before it finished."""
+        failing = [k for k, d in self.kept.items() if d.report.failure_count]
+        if not failing:
+            return None
+        first = min(failing)
+        return first if all(k in self.finished for k in self.created if k < first) else None
+
+    def report(self, stop: tuple[int, ...] | None = None, partial: bool = False) -> Report:
+        """The merged report: every finished unit, or those up to ``stop``."""
+        if self.cfg.stop_at_first:
+            rep, hashes = self._empty(), []
+            for k in sorted(self.kept):
+                if stop is None or k <= stop:
+                    rep.merge(self.kept[k].report)
+                    hashes.append(self.kept[k].hashes)
+        else:
+            rep, hashes = replace(self.merged, failures=list(self.merged.failures)), self.hashes
+        rep.distinct_images = len(np.unique(np.concatenate(hashes), axis=0)) if hashes else 0
+        rep.partial = partial
+        return rep
+
+
+def _fuzz_config(cfg: Any, overrides: dict[str, Any]) -> FuzzConfig:
+    """``cfg`` with ``overrides`` (FuzzConfig fields) applied, each checked."""
+    if cfg is None:
+        cfg = FuzzConfig()
+    elif not isinstance(cfg, FuzzConfig):
+        hint = " (use FuzzConfig(**d) or FuzzConfig.from_dict(d))" if isinstance(cfg, dict) else ""
+        raise ConfigError(f"fuzz: expected a FuzzConfig, got a {type(cfg).__name__}{hint}")
+    known = {f.name for f in fields(FuzzConfig)}
+    for name in overrides:
+        if name not in known:
+            raise unknown("FuzzConfig field", name, known)
+    return replace(cfg, **overrides) if overrides else cfg
 
 
 def fuzz(cfg: FuzzConfig | None = None, *, runtime: RuntimeArg | None = None,
          workload: WorkloadArg | None = None, machine: MachineConfig | None = None,
          executor: Executor | None = None, shards: int = 1,
          progress: Callable[[int, int], None] | None = None, **overrides: Any) -> Report:
-    """Run a campaign; ``overrides`` are FuzzConfig fields. With ``executor`` and ``shards``
-    > 1, crash points are dealt round-robin to shards that each redo the (deterministic)
-    crash-free run. Returns the merged :class:`Report`; findings are identical for a seed."""
-    cfg = replace(cfg or FuzzConfig(), **overrides) if overrides else (cfg or FuzzConfig())
+    """Run a campaign; ``overrides`` are FuzzConfig fields. Returns the merged :class:`Report`.
+
+    The work is cut into units fixed by the config (chunks of CHUNK_POINTS crash points, the
+    idempotence checks, the runs after recovery; see ``_Schedule``). Each unit starts from
+    empty caches and draws every sample from a generator seeded by the seed and the crash
+    point, so the report (everything but ``seconds``) is the same whether units run here one
+    after the other or ``shards`` at a time (two each queued) on ``executor``, whose workers
+    each redo the deterministic crash-free run once. Reports are merged as units finish;
+    ``progress(finished, units)`` is called after each.
+
+    Ctrl-C (KeyboardInterrupt) raises :class:`Interrupted`, whose ``report`` is the finished
+    units' merge, marked partial. Units not yet started on ``executor`` are cancelled; running
+    ones are its owner's to stop (``crashfuzz run`` terminates its worker processes).
+    """
+    cfg = _fuzz_config(cfg, overrides)
+    if machine is not None and not isinstance(machine, MachineConfig):
+        raise ConfigError(f"fuzz(machine={machine!r}): expected a MachineConfig, e.g. "
+                          "pmsim.preset('optane-adr') or fuzz_machine(domain, threads, seed)")
+    if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
+        raise ConfigError(f"fuzz(shards={shards!r}): the number of units run at once must be an "
+                          "integer >= 1")
     t0 = time.perf_counter()
-    if executor is None or shards <= 1:
-        reports = []
-        for s in range(max(1, shards)):
-            reports.append(_run_shard(cfg, s, max(1, shards), runtime, workload, machine))
+    job = _Job(cfg, runtime, workload, machine, (os.getpid(), next(_CALLS)))
+    pool = executor if executor is not None and shards > 1 else None
+    sched: _Schedule | None = None
+    header = Report(cfg, cfg.runtime, cfg.workload)
+    running: dict[Future[_Done], _Unit] = {}
+    stop = None
+    try:
+        if pool is None:
+            camp = Campaign(cfg, runtime, workload, machine)
+            points = _points(camp)
+            header = _header(camp, points)
+        else:
+            header = pool.submit(_plan, job).result()
+        sched = _Schedule(header, deep_first=pool is not None and not cfg.stop_at_first)
+        while stop is None:
+            if pool is None:
+                unit = sched.pop()
+                if unit is None:
+                    break
+                sched.finish(unit, _do_unit(camp, points, unit))
+            else:
+                while len(running) < 2 * shards and (unit := sched.pop()) is not None:
+                    running[pool.submit(_run_unit, job, unit)] = unit
+                if not running:
+                    break
+                ready, _ = wait(running, return_when=FIRST_COMPLETED)
+                for f in ready:
+                    sched.finish(running.pop(f), f.result())
             if progress:
-                progress(s + 1, max(1, shards))
-    else:
-        futs = [executor.submit(_run_shard, cfg, s, shards, runtime, workload, machine)
-                for s in range(shards)]
-        reports = []
-        for i, f in enumerate(futs):
-            reports.append(f.result())
-            if progress:
-                progress(i + 1, shards)
-    out = reports[0]
-    for r in reports[1:]:
-        out.merge(r)
-    out.seconds = time.perf_counter() - t0
-    return out
+                progress(len(sched.finished), len(sched.created))
+            stop = sched.stop_key() if cfg.stop_at_first else None
+    except KeyboardInterrupt as e:
+        rep = sched.report(partial=True) if sched is not None else replace(header, partial=True)
+        rep.seconds = time.perf_counter() - t0
+        raise Interrupted(rep) from e
+    finally:
+        for f in running:
+            f.cancel()
+    rep = sched.report(stop)
+    rep.seconds = time.perf_counter() - t0
+    return rep
 
 
 def check_failures(report: Report) -> None:
@@ -805,5 +1433,5 @@ def check_failures(report: Report) -> None:
     raise AssertionError(format_report(report))
 
 
-__all__ = ["Campaign", "Failure", "FuzzConfig", "Report", "check_failures", "fuzz", "fuzz_machine",
-           "PmsimError"]
+__all__ = ["Campaign", "Failure", "FuzzConfig", "Interrupted", "RecoveryCrash", "Report",
+           "check_failures", "fuzz", "fuzz_machine", "PmsimError"]

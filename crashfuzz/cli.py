@@ -1,20 +1,34 @@
 """The ``crashfuzz`` command line: run a campaign, the mutation suite, litmus tests, replays.
 
 Exit status: 0 when everything passed, 1 when a failure was found (or a mutant behaved
-unexpectedly, or a litmus test disagreed), 2 on bad input.
+unexpectedly, or a litmus test disagreed, or a replayed finding still fails), 2 on bad input
+(one line ``crashfuzz: error: ...``; for ``replay``: a finding was unreadable and none still
+fails), 141 when the reader of the output closed the pipe early (``crashfuzz litmus | head``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 from typing import Any
 
-from pmsim.errors import PmsimError
+from pmsim.cli import closed_pipe, int_in, positive_int
+from pmsim.errors import ConfigError, PmsimError
+
+MAX_SAMPLES = 1_000_000
+"""Most samples at a crash point (they are drawn and held at once)."""
+MAX_JOBS = 256
+"""Most worker processes."""
+SEED = int_in(0, (1 << 64) - 1)
 
 
 class Progress:
@@ -51,45 +65,169 @@ def _params(items: Sequence[str]) -> tuple[tuple[str, Any], ...]:
     return tuple(out)
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C so that a run stops the same way."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Terminated("terminated")
+
+
+def _exit_code(e: BaseException) -> int:
+    """128 + the signal that interrupted: 143 for SIGTERM (anywhere in the chain), else 130."""
+    seen: BaseException | None = e
+    while seen is not None:
+        if isinstance(seen, _Terminated):
+            return 128 + signal.SIGTERM
+        seen = seen.__cause__ or seen.__context__
+    return 128 + signal.SIGINT
+
+
+def _worker_init() -> None:
+    """Worker processes leave Ctrl-C to the parent, which stops them."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _stop_pool(ex: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and terminate the workers, busy or idle: no orphans, and no
+    waiting for work whose result is no longer wanted."""
+    procs = list((getattr(ex, "_processes", None) or {}).values())
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(5)
+        if p.is_alive():
+            p.kill()
+            p.join()
+
+
+def _probe_dir(d: Path, option: str, value: str) -> None:
+    """ConfigError unless a file can be created in the existing directory ``d``."""
+    try:
+        with tempfile.TemporaryFile(dir=d):
+            pass
+    except OSError as e:
+        raise ConfigError(f"{option} {value!r}: cannot write in directory '{d}' "
+                          f"({e.strerror or e}); choose a writable location") from None
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Fail before the work, not after it, when an output path of ``run`` cannot be written."""
+    if args.json:
+        p = Path(args.json)
+        if p.is_dir():
+            raise ConfigError(f"--json {args.json!r} is a directory; give a file path, e.g. "
+                              f"{str(p / 'report.json')!r}")
+        if not p.parent.is_dir():
+            what = "is not a directory" if p.parent.exists() else "does not exist"
+            raise ConfigError(f"--json {args.json!r}: '{p.parent}' {what}; give a file in an "
+                              "existing directory")
+        if p.exists() and not os.access(p, os.W_OK):
+            raise ConfigError(f"--json {args.json!r}: the file is not writable; choose another "
+                              "path")
+        _probe_dir(p.parent, "--json", args.json)
+    if args.findings:
+        d = Path(args.findings)
+        if d.exists() and not d.is_dir():
+            raise ConfigError(f"--findings {args.findings!r} is not a directory; give a "
+                              "directory (created if missing) or '' for none")
+        anc = d
+        while not anc.exists():
+            anc = anc.parent
+        if not anc.is_dir():
+            raise ConfigError(f"--findings {args.findings!r}: '{anc}' is a file, so the "
+                              "directory cannot be created; choose another path")
+        _probe_dir(anc, "--findings", args.findings)
+
+
+def _write_json(path: str, doc: dict[str, Any]) -> None:
+    """Write ``doc`` to ``path`` through a temporary file, so a failed write leaves no torn file."""
+    p = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f, indent=2)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _report_doc(rep: Any) -> dict[str, Any]:
+    doc = {k: getattr(rep, k) for k in (
+        "runtime", "workload", "partial", "points_planned", "trace_events", "transactions",
+        "points", "points_exhaustive", "points_sampled", "states_total", "states_checked",
+        "distinct_images", "recoveries", "idempotence_images", "new_tx_checks", "failure_count",
+        "seconds", "first_failure_point", "deep_runs", "deep_candidates", "deep_points",
+        "deep_points_sampled", "deep_states", "deep_distinct")}
+    doc["config"] = rep.config.to_dict()
+    doc["failures"] = [f.summary() for f in rep.failures]
+    return doc
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .campaign import FuzzConfig, fuzz
-    from .report import format_report, replay, save_findings
+    """Fuzz; on SIGINT/SIGTERM stop the workers, keep what finished units found and exit
+    130/143. Outputs: findings saved, then the report printed, then the JSON report, each
+    written even when an earlier one could not be."""
+    from .campaign import FuzzConfig, Interrupted, fuzz
+    from .report import findings_of, format_report, replay, save_findings
 
     cfg = FuzzConfig(runtime=args.runtime, workload=args.workload, params=_params(args.param),
                      domain=args.domain, order=args.order, threads=args.threads, txs=args.txs,
                      points=args.points, sampled_points=args.sampled_points, budget=args.budget,
                      samples=args.samples, idempotence=args.idempotence, new_tx=0 if args.no_new_tx else 1,
                      seed=args.seed, stop_at_first=args.stop_at_first, reduce=not args.no_reduce)
+    _check_outputs(args)
     if args.findings and not args.no_replay:
-        from pathlib import Path
-
-        old = sorted(Path(args.findings).glob(f"{cfg.runtime.replace(':', '_')}-*.json"))
-        still = [p for p in old if replay(p, verbose=False) is not None]
+        old = findings_of(args.findings, cfg.runtime)
+        still, unreadable = [], []
+        for p in old:
+            try:
+                if replay(p, verbose=False) is not None:
+                    still.append(p)
+            except PmsimError as e:  # a stale or damaged finding must not cost the new run
+                unreadable.append(f"{p} (unreadable: {e})")
         if old:
-            print(f"replayed {len(old)} saved findings: {len(still)} still fail")
-        for p in still:
+            print(f"replayed {len(old)} saved findings: {len(still)} still fail"
+                  + (f", {len(unreadable)} unreadable" if unreadable else ""))
+        for p in [*map(str, still), *unreadable]:
             print(f"  {p}")
     shards = max(1, args.jobs)
-    ex = ProcessPoolExecutor(shards) if shards > 1 else None
+    ex = ProcessPoolExecutor(shards, initializer=_worker_init) if shards > 1 else None
+    code = None
     try:
         rep = fuzz(cfg, executor=ex, shards=shards, progress=Progress("fuzz", None))
+    except Interrupted as e:
+        rep, code = e.report, _exit_code(e)
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second signal must not lose them
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print(f"crashfuzz: interrupted; keeping what {rep.points} of {rep.points_planned} crash "
+              "points found", file=sys.stderr)
     finally:
         if ex:
-            ex.shutdown()
-    paths = save_findings(rep, args.findings) if (args.findings and not rep.ok) else None
-    print(format_report(rep, paths))
+            _stop_pool(ex)
+    errors = []
+    paths = None
+    if args.findings and rep.failures:
+        try:
+            paths = save_findings(rep, args.findings)
+        except OSError as e:
+            errors.append(f"could not save findings to {args.findings!r}: {e}")
+    print(format_report(rep, paths), flush=True)
     if args.json:
-        from pathlib import Path
-
-        doc = {k: getattr(rep, k) for k in ("runtime", "workload", "trace_events", "transactions",
-                                            "points", "points_exhaustive", "points_sampled",
-                                            "states_total", "states_checked", "distinct_images",
-                                            "recoveries", "idempotence_images", "new_tx_checks",
-                                            "failure_count", "seconds", "first_failure_point")}
-        doc["config"] = cfg.to_dict()
-        doc["failures"] = [f.summary() for f in rep.failures]
-        Path(args.json).write_text(json.dumps(doc, indent=2))
-    return 0 if rep.ok else 1
+        try:
+            _write_json(args.json, _report_doc(rep))
+        except OSError as e:
+            errors.append(f"could not write --json {args.json!r}: {e}")
+    for msg in errors:
+        print(f"crashfuzz: error: {msg}", file=sys.stderr)
+    if code is not None:
+        return code
+    return 2 if errors else (0 if rep.ok else 1)
 
 
 def _cmd_mutants(args: argparse.Namespace) -> int:
@@ -158,9 +296,46 @@ def _cmd_ablate(args: argparse.Namespace) -> int:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    from .report import replay
+    """Replay every finding, one line each; 1 if any still fails, else 2 if any was
+    unreadable (each also reported on stderr), else 0."""
+    from .campaign import FuzzConfig
+    from .report import format_failure, replay
 
-    return 1 if any(replay(p) is not None for p in args.findings) else 0
+    failing = unreadable = 0
+    for p in args.findings:
+        try:
+            f = replay(p, verbose=False)
+        except PmsimError as e:
+            unreadable += 1
+            why = str(e).removeprefix(f"{p}: ")
+            print(f"{p}: unreadable: {why}", flush=True)
+            print(f"crashfuzz: error: {p}: {why}", file=sys.stderr)
+            continue
+        if f is None:
+            print(f"{p}: now passes (the finding no longer reproduces)")
+        else:
+            failing += 1
+            print(f"{p}: still fails: {f.summary()}")
+            if args.verbose:
+                print(format_failure(f, f.config or FuzzConfig(), p))
+    n = len(args.findings)
+    print(f"{n} finding(s): {failing} still fail, {n - failing - unreadable} now pass, "
+          f"{unreadable} unreadable")
+    return 1 if failing else 2 if unreadable else 0
+
+
+def _pipe_safe(fn: Any) -> Any:
+    """``fn`` with its output flushed inside, and a reader that closes the pipe early
+    (``crashfuzz litmus | head -1``) ending it quietly with status 141, as SIGPIPE would."""
+    def run(args: argparse.Namespace) -> int:
+        try:
+            rc = int(fn(args))
+            sys.stdout.flush()
+            return rc
+        except BrokenPipeError:
+            return closed_pipe()
+    run.__doc__ = fn.__doc__
+    return run
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -168,69 +343,88 @@ def build_parser() -> argparse.ArgumentParser:
                                 description="Exhaustive crash fuzzing of PM transactions.")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="fuzz a runtime on a workload")
-    r.add_argument("--runtime", default="undo", help="runtime or mutant (undo, redo, cow, undo:U1...)")
-    r.add_argument("--workload", default="array", help="array, kv, bank, alloc_x, ...")
+    r.add_argument("--runtime", default="undo", help="a registered runtime or mutant (undo, "
+                   "redo, cow, undo:U1, ...) or an import path 'file.py:Class'")
+    r.add_argument("--workload", default="array", help="a registered workload (array, "
+                   "array-raw, kv, bank, alloc-x) or an import path 'file.py:Class'")
     r.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="workload parameter (repeatable)")
     r.add_argument("--domain", default="pdom1", choices=["pdom0", "pdom1", "pdom2"])
     r.add_argument("--order", default="line", choices=["line", "px86"])
-    r.add_argument("--threads", type=int, default=1)
-    r.add_argument("--txs", type=int, default=20, help="transactions per thread")
+    r.add_argument("--threads", type=int_in(1, 64), default=1, help="application threads (1..64)")
+    r.add_argument("--txs", type=positive_int, default=20, help="transactions per thread")
     r.add_argument("--points", default="reduced", choices=["reduced", "every", "sampled"])
-    r.add_argument("--sampled-points", type=int, default=64)
-    r.add_argument("--budget", type=int, default=65536,
+    r.add_argument("--sampled-points", type=positive_int, default=64)
+    r.add_argument("--budget", type=positive_int, default=65536,
                    help="enumerate a point exhaustively up to this many states")
-    r.add_argument("--samples", type=int, default=256, help="samples at a point over the budget")
-    r.add_argument("--idempotence", type=int, default=8, help="recoveries to crash-test")
+    r.add_argument("--samples", type=int_in(1, MAX_SAMPLES), default=256,
+                   help=f"samples at a point over the budget (1..{MAX_SAMPLES})")
+    r.add_argument("--idempotence", type=int_in(0), default=8, help="recoveries to crash-test")
     r.add_argument("--no-new-tx", action="store_true", help="skip the new-transaction check")
     r.add_argument("--no-reduce", action="store_true",
                    help="keep stores the runtime declares irrelevant to recovery")
-    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--seed", type=SEED, default=0, help="seed (0..2**64-1)")
     r.add_argument("--stop-at-first", action="store_true")
-    r.add_argument("--jobs", type=int, default=1, help="worker processes (crash points are sharded)")
+    r.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=1,
+                   help=f"worker processes (crash points are sharded; 1..{MAX_JOBS})")
     r.add_argument("--findings", default=".crashfuzz/findings",
                    help="directory for failure reports (replayed first on the next run); '' = off")
     r.add_argument("--no-replay", action="store_true", help="do not replay saved findings first")
     r.add_argument("--json", help="write the report as JSON to this file")
-    r.set_defaults(fn=_cmd_run)
+    r.set_defaults(fn=_pipe_safe(_cmd_run))
     m = sub.add_parser("mutants", help="fuzz every registered mutant; print the kill matrix")
     m.add_argument("--mutant", action="append", help="only these mutants (repeatable)")
     m.add_argument("--domain", action="append", choices=["pdom0", "pdom1", "pdom2"])
-    m.add_argument("--txs", type=int, default=8)
-    m.add_argument("--seed", type=int, default=0)
-    m.set_defaults(fn=_cmd_mutants)
+    m.add_argument("--txs", type=positive_int, default=8)
+    m.add_argument("--seed", type=SEED, default=0, help="seed (0..2**64-1)")
+    m.set_defaults(fn=_pipe_safe(_cmd_mutants))
     ab = sub.add_parser("ablate", help="drop each named persist step (and swap adjacent ones), "
                         "fuzz each: which steps does the protocol need in which domain")
     ab.add_argument("--runtime", default="undo", help="a registered runtime (undo, redo, cow, ...)")
     ab.add_argument("--domain", action="append", choices=["pdom0", "pdom1", "pdom2"])
     ab.add_argument("--step", action="append", help="only these steps, no swaps (repeatable)")
     ab.add_argument("--no-swaps", action="store_true", help="only drop steps")
-    ab.add_argument("--txs", type=int, default=8)
-    ab.add_argument("--budget", type=int, default=4096)
-    ab.add_argument("--samples", type=int, default=64, help="samples at a point over the budget")
-    ab.add_argument("--depth", type=int, default=2)
-    ab.add_argument("--seed", type=int, default=0)
+    ab.add_argument("--txs", type=positive_int, default=8)
+    ab.add_argument("--budget", type=positive_int, default=4096)
+    ab.add_argument("--samples", type=int_in(1, MAX_SAMPLES), default=64,
+                    help=f"samples at a point over the budget (1..{MAX_SAMPLES})")
+    ab.add_argument("--depth", type=positive_int, default=2)
+    ab.add_argument("--seed", type=SEED, default=0, help="seed (0..2**64-1)")
     ab.add_argument("--markdown", action="store_true", help="print the Markdown matrix with notes")
-    ab.set_defaults(fn=_cmd_ablate)
+    ab.set_defaults(fn=_pipe_safe(_cmd_ablate))
     lt = sub.add_parser("litmus", help="run persistency litmus tests (default: the built-in suite)")
-    lt.add_argument("files", nargs="*", help=".litmus files")
-    lt.set_defaults(fn=_cmd_litmus)
-    rp = sub.add_parser("replay", help="re-check saved findings (.json)")
-    rp.add_argument("findings", nargs="+")
-    rp.set_defaults(fn=_cmd_replay)
+    lt.add_argument("files", nargs="*", help=".litmus files (all are parsed before any runs)")
+    lt.set_defaults(fn=_pipe_safe(_cmd_litmus))
+    rp = sub.add_parser("replay", help="re-check saved findings (.json)",
+                        description="Replay every finding and print one line each: still "
+                        "fails, now passes, or unreadable (and why). Exit status: 1 if any "
+                        "still fails; else 2 if any was unreadable; else 0.")
+    rp.add_argument("findings", nargs="+", help="finding .json files (the .npy beside each)")
+    rp.add_argument("-v", "--verbose", action="store_true",
+                    help="print the full report of each finding that still fails")
+    rp.set_defaults(fn=_pipe_safe(_cmd_replay))
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; exit status 0 / 1 / 2 (see the module), 130 on SIGINT, 143 on SIGTERM."""
     args = build_parser().parse_args(argv)
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return int(args.fn(args))
     except PmsimError as e:
         print(f"crashfuzz: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         print("crashfuzz: interrupted", file=sys.stderr)
-        return 130
+        return _exit_code(e)
+    finally:
+        for s, h in handlers.items():
+            if h is not None:
+                signal.signal(s, h)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,9 @@ A test (one ``.litmus`` file, or a string)::
     expect (0,0) (1,0) (1,1)  # the exact set of surviving images of the observed locations
     forbid (0,1)              # optional: images that must not survive (documentation + check)
 
+Numbers are decimal or ``0x`` hex, values 64-bit unsigned (0..2**64-1), addresses below 1 MiB
+(a test's images are allocated in full).
+
 Instructions: ``x:=v`` and ``x:=r`` (store a value or a register), ``movnt x:=v``, ``r:=x``
 (load), ``clflush x``, ``clflushopt x``, ``clwb x``, ``sfence``, ``mfence``, ``pcommit``,
 ``xchg x,v`` (locked exchange; ``r:=xchg x,v`` keeps the old value), ``if r=v { ... }`` and
@@ -61,7 +64,28 @@ from .states import CrashModel
 Image = tuple[int, ...]
 Operand = int | str
 _REG = re.compile(r"r\d*$")
-_TOKEN = re.compile(r"\s*(?:(:=|!=|[;{}=,])|([A-Za-z_][A-Za-z_0-9]*)|(-?\d+|0x[0-9a-fA-F]+))")
+_TOKEN = re.compile(r"\s*(?:(:=|!=|[;{}=,])|([A-Za-z_][A-Za-z_0-9]*)|"
+                    r"(-?0[xX][0-9a-fA-F]+|-?\d+)(?![A-Za-z_0-9]))")
+_BADNUM = re.compile(r"\s*(-?\d[A-Za-z_0-9]*)")
+U64 = (1 << 64) - 1
+MAX_ADDRESS = 1 << 20
+"""Locations live below 1 MiB: a test's images are allocated in full."""
+INSTRUCTIONS = ("x:=v, x:=r, r:=x, movnt x:=v, clflush x, clflushopt x, clwb x, sfence, mfence, "
+                "pcommit, xchg x,v, r:=xchg x,v, if r=v { ... }, if r!=v { ... }")
+
+
+def _int(text: str, where: str, what: str = "value") -> int:
+    """A decimal or 0x-hex number in 0..2**64-1, or a ConfigError naming it."""
+    t = text.strip()
+    try:
+        v = int(t, 16) if re.fullmatch(r"-?0[xX][0-9a-fA-F]+", t) else int(t, 10)
+    except ValueError:
+        raise ConfigError(f"{where}: {what} {t!r} is not a number; write decimal (42) or hex "
+                          "(0x2a)") from None
+    if not 0 <= v <= U64:
+        raise ConfigError(f"{where}: {what} {t} does not fit 64 bits; use 0..2**64-1 "
+                          f"(0..{U64})")
+    return v
 
 
 @dataclass(frozen=True)
@@ -119,6 +143,10 @@ class _Parser:
         while pos < len(text):
             m = _TOKEN.match(text, pos)
             if not m or m.end() == pos:
+                bad = _BADNUM.match(text, pos)
+                if bad:
+                    raise ConfigError(f"{where}: {bad.group(1)!r} is not a number; write decimal "
+                                      "(42) or hex (0x2a)")
                 raise ConfigError(f"{where}: cannot read {text[pos:pos + 20]!r}; instructions look "
                                   "like `x:=1; clwb x; sfence; if r=1 { y:=r }`")
             self.toks.append(m.group(m.lastindex or 0))
@@ -147,8 +175,8 @@ class _Parser:
 
     def operand(self) -> Operand:
         tok = self.take()
-        if re.match(r"-?\d|0x", tok):
-            return int(tok, 0)
+        if re.match(r"-?\d", tok):
+            return _int(tok, self.where)
         if self.is_reg(tok):
             return tok
         raise ConfigError(f"{self.where}: {tok!r} is a location; a stored value must be a number "
@@ -186,6 +214,10 @@ class _Parser:
             return self._xchg(None)
         if head == "if":
             reg = self.name()
+            if not self.is_reg(reg):
+                raise ConfigError(f"{self.where}: `if {reg}...` tests a register (r, r1, ... or "
+                                  "one listed on a `regs` line), not a location; load it first "
+                                  f"(r:={reg})")
             op = self.take()
             if op not in ("=", "!="):
                 raise ConfigError(f"{self.where}: a condition is `if r=v` or `if r!=v`, not {op!r}")
@@ -194,6 +226,11 @@ class _Parser:
             body = self.block("}")
             self.take("}")
             return ("if", reg, op, val, body)
+        if self.peek() != ":=":
+            nxt = self.peek()
+            shown = f"{head} {nxt}" if nxt not in (None, ";") else head
+            raise ConfigError(f"{self.where}: unknown instruction {shown!r}; instructions are "
+                              f"{INSTRUCTIONS}")
         self.take(":=")
         if self.is_reg(head):
             if self.peek() == "xchg":
@@ -222,12 +259,13 @@ def _images(text: str, where: str) -> list[Image]:
     text = text.strip()
     if not text:
         return []
-    if "(" not in text:
-        return [(int(v, 0),) for v in text.replace(",", " ").split()]
+    if "(" not in text and ")" not in text:
+        return [(_int(v, where, "image value"),) for v in text.replace(",", " ").split()]
     found = re.findall(r"\(([^()]*)\)", text)
     if re.sub(r"\([^()]*\)", "", text).strip():
         raise ConfigError(f"{where}: images are written (0,1) (1,1) ...; cannot read {text!r}")
-    return [tuple(int(v, 0) for v in f.replace(",", " ").split()) for f in found]
+    return [tuple(_int(v, where, "image value") for v in f.replace(",", " ").split())
+            for f in found]
 
 
 def parse_litmus(text: str, name: str | None = None) -> LitmusTest:
@@ -268,10 +306,14 @@ def parse_litmus(text: str, name: str | None = None) -> LitmusTest:
     addrs: dict[str, int] = {}
     for item in fields.get("lines", "").split():
         loc, _, a = item.partition("=")
-        if not a or int(a, 0) % ATOM or int(a, 0) < 0:
+        if not a or not loc:
             raise ConfigError(f"{label}: `lines` entries are name=byte-address with 8-byte aligned "
                               f"addresses, got {item!r}")
-        addrs[loc] = int(a, 0)
+        addr = _int(a, f"{label}: `lines` {item!r}", "address")
+        if addr % ATOM or addr >= MAX_ADDRESS:
+            raise ConfigError(f"{label}: `lines` entries are name=byte-address with 8-byte aligned "
+                              f"addresses below {MAX_ADDRESS:#x} (1 MiB), got {item!r}")
+        addrs[loc] = addr
         locs.append(loc)
     for prog in threads:
         _locations_of(prog, locs)
@@ -308,9 +350,24 @@ def parse_litmus(text: str, name: str | None = None) -> LitmusTest:
 
 
 def load_litmus(path: str | Path) -> LitmusTest:
-    """Parse a ``.litmus`` file."""
+    """Parse a ``.litmus`` file (UTF-8 text)."""
     p = Path(path)
-    return parse_litmus(p.read_text(), p.stem)
+    if not p.exists():
+        raise ConfigError(f"litmus file {str(p)!r} does not exist; give the path of a .litmus "
+                          "file (or no file for the built-in suite)")
+    if p.is_dir():
+        found = sorted(q.name for q in p.glob("*.litmus"))[:3]
+        hint = (f", e.g. {str(p / found[0])!r}" if found else "")
+        raise ConfigError(f"litmus file {str(p)!r} is a directory; give .litmus files{hint} "
+                          f"(a shell glob: {str(p / '*.litmus')!r})")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"litmus file {str(p)!r} is not UTF-8 text ({e.reason} at byte "
+                          f"{e.start}); save it as UTF-8") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read litmus file {str(p)!r}: {e.strerror or e}") from None
+    return parse_litmus(text, p.stem)
 
 
 def litmus_suite() -> list[LitmusTest]:

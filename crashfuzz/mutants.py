@@ -19,6 +19,7 @@ from typing import Any
 
 from pmsim.runtimes.mutation import Mutant
 from pmsim.runtimes.registry import MUTANTS, get_mutant
+from pmsim.usercode import import_path
 
 from .campaign import FuzzConfig, fuzz
 
@@ -67,14 +68,18 @@ def trials(base: FuzzConfig) -> Iterable[FuzzConfig]:
             yield replace(base, workload=name, params=params)
 
 
-def kill_one(mutant: Mutant, domain: str, base: FuzzConfig) -> KillRow:
-    """Fuzz ``mutant`` (registered or not) in ``domain`` on the trial workloads until killed."""
+def kill_one(mutant: Mutant, domain: str, base: FuzzConfig, runtime: str | None = None) -> KillRow:
+    """Fuzz ``mutant`` (registered, loaded by import path, or neither) in ``domain`` on the trial
+    workloads until killed. ``runtime``: the string that names it (its registered name or
+    import path, found by default), which the campaigns' configs carry."""
     t0 = time.perf_counter()
     states = 0
     last = None
-    cls = None if MUTANTS.get(mutant.name) is mutant else mutant.build()
-    for cfg in trials(replace(base, runtime=mutant.name if cls is None else mutant.base_name,
-                              domain=domain, stop_at_first=True)):
+    if runtime is None:
+        runtime = mutant.name if MUTANTS.get(mutant.name) is mutant else import_path(mutant)[0]
+    cls = None if runtime is not None else mutant.build()
+    for cfg in trials(replace(base, runtime=runtime or mutant.base_name, domain=domain,
+                              stop_at_first=True)):
         rep = fuzz(cfg, runtime=cls)
         states += rep.states_checked
         last = cfg
@@ -89,7 +94,8 @@ def kill_one(mutant: Mutant, domain: str, base: FuzzConfig) -> KillRow:
 def kill_matrix(mutants: Sequence[str] | None = None, domains: Sequence[str] = DOMAINS,
                 base: FuzzConfig | None = None,
                 progress: Callable[[KillRow], None] | None = None) -> list[KillRow]:
-    """Fuzz every mutant (default: all registered) in every domain; one row each."""
+    """Fuzz every mutant (default: all registered) in every domain; one row each. A mutant is
+    a registered name or the import path of a module-level Mutant (``"my_mutants.py:m"``)."""
     base = base or FuzzConfig(txs=8, idempotence=2, reduce=False, budget=4096,
                               new_tx=3, new_tx_every_image=True)
     if mutants is None:
@@ -101,7 +107,7 @@ def kill_matrix(mutants: Sequence[str] | None = None, domains: Sequence[str] = D
     for name in names:
         m = get_mutant(name)
         for d in domains:
-            row = kill_one(m, d, base)
+            row = kill_one(m, d, base, name)
             rows.append(row)
             if progress:
                 progress(row)

@@ -37,39 +37,93 @@ def param(default: Any, unit: str, help: str) -> Any:
     return field(default=default, metadata={"unit": unit, "help": help})
 
 
+MAX_NS = 1e9
+"""Largest latency or cost a config accepts, in ns (one second): larger values are typos, and
+sums of them would overflow simulated clocks to infinity."""
+MAX_CACHE_KIB = 1 << 18
+"""Largest cache level, in KiB (256 MiB): the engines keep a tag and LRU state per line."""
+MAX_CACHE_TOTAL_KIB = 1 << 20
+"""Largest total cache capacity, cores x (L1 + L2) + LLC, in KiB (1 GiB)."""
+MAX_WAYS = 1024
+"""Most ways of a cache level (every access scans a set)."""
+MAX_BANKS = 4096
+"""Most PM media banks (the engines keep a timer per bank; real controllers have 8-64)."""
+MAX_WPQ = 4096
+"""Most WPQ entries (every write-back scans the queue; real WPQs hold 64-256)."""
+MAX_REGION = 1 << 32
+"""Largest region, in bytes (4 GiB): the engines hold every region's contents in host memory
+and copy the PM region for each trace and crash image."""
+MAX_MEMORY = 1 << 33
+"""Largest total of all regions, in bytes (8 GiB), for the same reason."""
+MAX_REGIONS = 64
+"""Most regions in an address map (every access outside PM searches them)."""
+MAX_ADDRESS = 1 << 52
+"""Regions end at or below 2**52 (the x86-64 physical address space)."""
+MAX_SEED = (1 << 64) - 1
+"""Seeds are 64-bit unsigned integers (NumPy's generators reject negative seeds)."""
+
+
 def _fail(obj: Any, name: str, problem: str, fix: str) -> ConfigError:
     cls = type(obj).__name__
     return ConfigError(f"{cls}.{name}: {problem}. {fix}")
 
 
-def _check_nonneg(obj: Any, *names: str) -> None:
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_nonneg(obj: Any, *names: str, most: float = MAX_NS) -> None:
     for n in names:
         v = getattr(obj, n)
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
             raise _fail(obj, n, f"must be a number >= 0 and finite, got {v!r}",
-                        "Use a non-negative value.")
+                        f"Use a non-negative value, at most {most:g}.")
+        if v > most:
+            raise _fail(obj, n, f"{v!r} is more than {most:g} ns (one second)",
+                        f"Use a value in [0, {most:g}]: larger latencies overflow simulated time.")
 
 
-def _check_posint(obj: Any, *names: str) -> None:
+def _check_posint(obj: Any, *names: str, most: int | None = None, why: str = "") -> None:
     for n in names:
         v = getattr(obj, n)
-        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-            raise _fail(obj, n, f"must be a positive integer, got {v!r}", "Use an integer >= 1.")
+        if not _is_int(v) or v <= 0:
+            valid = f"an integer in 1..{most}" if most else "an integer >= 1"
+            raise _fail(obj, n, f"must be a positive integer, got {v!r}", f"Use {valid}.")
+        if most is not None and v > most:
+            raise _fail(obj, n, f"{v} is more than the {most} pmsim models",
+                        f"Use an integer in 1..{most}{why}.")
+
+
+def _check_type(obj: Any, name: str, tp: type) -> None:
+    v = getattr(obj, name)
+    if not isinstance(v, tp):
+        raise _fail(obj, name, f"expected a {tp.__name__}, got {type(v).__name__} {v!r}",
+                    f"Pass {tp.__name__}(...) or a mapping through MachineConfig.from_dict.")
+
+
+def _size(n: int) -> str:
+    """Bytes as a short human figure (4 GiB, 512 KiB, 100 B)."""
+    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):g} {unit}"
+    return f"{n} B"
 
 
 @dataclass(frozen=True)
 class CacheLevel:
     """One set-associative, write-back, write-allocate, LRU cache level."""
 
-    size_kib: int = param(32, "KiB", "capacity")
-    ways: int = param(8, "ways", "associativity")
+    size_kib: int = param(32, "KiB", "capacity (at most 262144 = 256 MiB)")
+    ways: int = param(8, "ways", "associativity (at most 1024)")
     latency_ns: float = param(1.5, "ns", "load-to-use latency of a hit at this level")
 
     def __post_init__(self) -> None:
-        _check_posint(self, "size_kib", "ways")
+        _check_posint(self, "size_kib", most=MAX_CACHE_KIB,
+                      why=" (256 MiB; the engines keep state per cache line)")
+        _check_posint(self, "ways", most=MAX_WAYS, why=" (every access scans a set)")
         _check_nonneg(self, "latency_ns")
         lines = self.size_kib * 1024 // LINE
-        if lines % self.ways:
+        if lines < self.ways or lines % self.ways:
             raise _fail(self, "ways", f"{self.size_kib} KiB is not divisible into {self.ways} ways",
                         "Pick ways so that size_kib*1024/64 is a multiple of ways.")
         sets = lines // self.ways
@@ -91,6 +145,10 @@ class CacheConfig:
     l2: CacheLevel = param(CacheLevel(256, 8, 5.0), "", "private L2")
     llc: CacheLevel = param(CacheLevel(8192, 16, 15.0), "", "shared last-level cache")
 
+    def __post_init__(self) -> None:
+        for n in ("l1", "l2", "llc"):
+            _check_type(self, n, CacheLevel)
+
 
 @dataclass(frozen=True)
 class PMConfig:
@@ -98,13 +156,18 @@ class PMConfig:
 
     read_ns: float = param(300.0, "ns", "media read latency added to an LLC miss")
     write_ns: float = param(500.0, "ns", "time one line write occupies a media bank")
-    banks: int = param(16, "banks", "independent media banks draining the WPQ in parallel")
-    wpq_entries: int = param(64, "entries", "write-pending-queue capacity; full => write-backs stall")
+    banks: int = param(16, "banks", "independent media banks draining the WPQ in parallel "
+                       "(at most 4096)")
+    wpq_entries: int = param(64, "entries", "write-pending-queue capacity; full => write-backs "
+                             "stall (at most 4096)")
     to_wpq_ns: float = param(30.0, "ns", "time for a write-back or flush to reach the WPQ")
 
     def __post_init__(self) -> None:
         _check_nonneg(self, "read_ns", "write_ns", "to_wpq_ns")
-        _check_posint(self, "banks", "wpq_entries")
+        _check_posint(self, "banks", most=MAX_BANKS,
+                      why=" (real controllers have 8-64; the engines keep a timer per bank)")
+        _check_posint(self, "wpq_entries", most=MAX_WPQ,
+                      why=" (real WPQs hold 64-256; every write-back scans the queue)")
 
 
 @dataclass(frozen=True)
@@ -122,19 +185,33 @@ class Region:
     """A range of the simulated physical address space."""
 
     name: str = param("pm", "", "a label for the range")
-    base: int = param(0, "bytes", "first address (64-byte aligned)")
-    size: int = param(1 << 24, "bytes", "length (a multiple of 64)")
+    base: int = param(0, "bytes", "first address (64-byte aligned; the region ends at or "
+                      "below 2**52)")
+    size: int = param(1 << 24, "bytes", "length (a multiple of 64, at most 4 GiB: the engines "
+                      "hold every region in host memory)")
     kind: RegionKind = param("pm", "", "'pm' (persistent) or 'dram' (volatile)")
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise _fail(self, "name", f"must be a non-empty string, got {self.name!r}",
+                        "Name the region, e.g. 'pm' or 'dram'.")
         if self.kind not in get_args(RegionKind):
             raise _fail(self, "kind", f"unknown kind {self.kind!r}", "Use 'pm' or 'dram'.")
-        if not isinstance(self.base, int) or self.base < 0 or self.base % LINE:
+        if not _is_int(self.base) or self.base < 0 or self.base % LINE:
             raise _fail(self, "base", f"{self.base!r} is not a 64-byte aligned address",
                         "Use a non-negative multiple of 64.")
-        if not isinstance(self.size, int) or self.size <= 0 or self.size % LINE:
+        if not _is_int(self.size) or self.size <= 0 or self.size % LINE:
             raise _fail(self, "size", f"{self.size!r} is not a positive multiple of 64",
                         "Round the size up to whole cache lines.")
+        if self.size > MAX_REGION:
+            raise _fail(self, "size", f"{self.size} bytes ({_size(self.size)}) is more than the "
+                        f"{_size(MAX_REGION)} a region may have",
+                        "Use a smaller region: the engines hold every region in host memory and "
+                        "copy the PM region for each trace and crash image.")
+        if self.base + self.size > MAX_ADDRESS:
+            raise _fail(self, "base", f"the region [{self.base:#x}, {self.base + self.size:#x}) "
+                        "ends above 2**52", "Place it below 2**52 (the x86-64 physical address "
+                        "space).")
 
     @property
     def end(self) -> int:
@@ -161,27 +238,33 @@ class CostConfig:
 class MachineConfig:
     """The whole simulated machine."""
 
-    cores: int = param(2, "cores", "number of cores (one simulated thread per core)")
+    cores: int = param(2, "cores", "number of cores (one simulated thread per core; at most 64)")
     cache: CacheConfig = param(CacheConfig(), "", "cache hierarchy")
     pm: PMConfig = param(PMConfig(), "", "persistent memory and WPQ")
     dram: DRAMConfig = param(DRAMConfig(), "", "volatile memory")
     costs: CostConfig = param(CostConfig(), "", "non-memory instruction costs")
     regions: tuple[Region, ...] = param(
         (Region("pm", 0, 1 << 24, "pm"), Region("dram", 1 << 30, 1 << 22, "dram")),
-        "", "address map: which ranges are PM and which DRAM")
+        "", "address map: which ranges are PM and which DRAM (at most 64 regions of at "
+        "most 4 GiB each, 8 GiB in all, ending below 2**52)")
     domain: Domain = param("pdom1", "", "persistence domain: pdom0 (media only), "
                            "pdom1 (ADR: media + WPQ), pdom2 (eADR: everything)")
     barrier: BarrierMode = param("modelled", "", "persist barrier cost: 'modelled' waits on "
                                  "real flush/WPQ state, 'fixed' charges barrier_ns")
-    barrier_ns: float = param(100.0, "ns", "cost of one persist barrier in 'fixed' mode")
+    barrier_ns: float = param(100.0, "ns", "cost of one persist barrier in 'fixed' mode "
+                              "(latencies and costs: at most 1e9 ns)")
     quantum_ns: float = param(1000.0, "ns", "most a thread runs ahead of the others "
                               "before yielding to the scheduler")
-    seed: int = param(0, "", "seed for every random choice")
+    seed: int = param(0, "", "seed for every random choice (0..2**64-1)")
 
     def __post_init__(self) -> None:
-        _check_posint(self, "cores")
-        if self.cores > 64:
-            raise _fail(self, "cores", f"{self.cores} cores", "pmsim supports at most 64 cores.")
+        if _is_int(self.cores) and self.cores > 64:
+            raise _fail(self, "cores", f"{self.cores} cores",
+                        "pmsim supports at most 64 cores: use 1..64.")
+        _check_posint(self, "cores", most=64)
+        for name, tp in (("cache", CacheConfig), ("pm", PMConfig), ("dram", DRAMConfig),
+                         ("costs", CostConfig)):
+            _check_type(self, name, tp)
         if self.domain not in DOMAINS:
             raise _fail(self, "domain", f"unknown domain {self.domain!r}",
                         f"Use one of {', '.join(DOMAINS)}.")
@@ -193,19 +276,52 @@ class MachineConfig:
         if not isinstance(q, (int, float)) or isinstance(q, bool) or not math.isfinite(q) or q <= 0:
             raise _fail(self, "quantum_ns", f"must be > 0, got {self.quantum_ns!r}",
                         "Use a positive number of nanoseconds.")
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
-            raise _fail(self, "seed", f"must be an integer, got {self.seed!r}", "Use an int.")
-        if not self.regions:
+        if not _is_int(self.seed) or not 0 <= self.seed <= MAX_SEED:
+            raise _fail(self, "seed", f"must be an integer in 0..2**64-1, got {self.seed!r}",
+                        "Use a non-negative integer.")
+        self._check_caches()
+        self._check_regions()
+
+    def _check_caches(self) -> None:
+        c = self.cache
+        total = self.cores * (c.l1.size_kib + c.l2.size_kib) + c.llc.size_kib
+        if total > MAX_CACHE_TOTAL_KIB:
+            raise _fail(self, "cache", f"{self.cores} cores x (L1 {c.l1.size_kib} KiB + L2 "
+                        f"{c.l2.size_kib} KiB) + LLC {c.llc.size_kib} KiB = {_size(total * 1024)} "
+                        f"of cache, more than the {_size(MAX_CACHE_TOTAL_KIB * 1024)} pmsim models",
+                        "Use smaller caches or fewer cores: the engines keep state per cache line.")
+
+    def _check_regions(self) -> None:
+        regions = self.regions
+        if isinstance(regions, list):
+            regions = tuple(regions)
+            object.__setattr__(self, "regions", regions)
+        if not isinstance(regions, tuple):
+            raise _fail(self, "regions", f"expected a tuple of Region, got {regions!r}",
+                        "Pass (Region(...), ...).")
+        for i, r in enumerate(regions):
+            if not isinstance(r, Region):
+                raise _fail(self, f"regions[{i}]", f"expected a Region, got {type(r).__name__} "
+                            f"{r!r}", "Pass Region(name, base, size, kind).")
+        if not regions:
             raise _fail(self, "regions", "is empty", "Declare at least one 'pm' region.")
-        if not any(r.kind == "pm" for r in self.regions):
+        if len(regions) > MAX_REGIONS:
+            raise _fail(self, "regions", f"has {len(regions)} regions",
+                        f"Use at most {MAX_REGIONS}.")
+        if not any(r.kind == "pm" for r in regions):
             raise _fail(self, "regions", "has no 'pm' region", "Add a Region(kind='pm').")
-        ordered = sorted(self.regions, key=lambda r: r.base)
+        total = sum(r.size for r in regions)
+        if total > MAX_MEMORY:
+            raise _fail(self, "regions", f"hold {_size(total)} in all, more than "
+                        f"{_size(MAX_MEMORY)}", "Use smaller regions: the engines hold every "
+                        "region in host memory.")
+        ordered = sorted(regions, key=lambda r: r.base)
         for a, b in zip(ordered, ordered[1:], strict=False):
             if a.end > b.base:
                 raise _fail(self, "regions",
                             f"{a.name!r} [{a.base:#x}, {a.end:#x}) overlaps {b.name!r} at {b.base:#x}",
                             "Move one of the ranges so that they do not overlap.")
-        names = [r.name for r in self.regions]
+        names = [r.name for r in regions]
         if len(set(names)) != len(names):
             raise _fail(self, "regions", f"duplicate names {names}", "Give each region a unique name.")
 
@@ -241,39 +357,117 @@ class MachineConfig:
 
     @classmethod
     def from_json(cls, text: str) -> MachineConfig:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"config is not valid JSON: {e}. Fix the file and retry.") from None
-        return from_dict(cls, data)
+        return from_dict(cls, _parse(text, "json"))
 
     @classmethod
     def from_yaml(cls, text: str) -> MachineConfig:
+        return from_dict(cls, _parse(text, "yaml"))
+
+    @classmethod
+    def load(cls, path: str | Path, over: MachineConfig | None = None) -> MachineConfig:
+        """Read a ``.json``, ``.yaml`` or ``.yml`` file. Fields the file omits take their
+        defaults, or with ``over`` the values of ``over`` (the file's fields applied over it;
+        nested sections field by field, ``regions`` as a whole)."""
+        data = load_data(path)
+        if over is None:
+            return from_dict(cls, data, where=str(path))
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a mapping of fields, got "
+                              f"{type(data).__name__}. Write the config as key: value pairs.")
+        return over.replace(**_flatten(over, data, str(path)))
+
+
+def _parse(text: str, fmt: str, where: str = "config") -> Any:
+    """The data of JSON or YAML text, or a ConfigError saying what is wrong."""
+    try:
+        if fmt == "json":
+            return json.loads(text)
         import yaml
 
         try:
-            data = yaml.safe_load(text)
+            return yaml.safe_load(text)
         except yaml.YAMLError as e:
-            raise ConfigError(f"config is not valid YAML: {e}. Fix the file and retry.") from None
-        return from_dict(cls, data)
+            raise ConfigError(f"{where} is not valid YAML: {' '.join(str(e).split())}. Fix the "
+                              "file and retry.") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{where} is not valid JSON: {e}. Fix the file and retry.") from None
+    except RecursionError:
+        raise ConfigError(f"{where} is nested too deeply to be a machine config. "
+                          "Fix the file and retry.") from None
 
-    @classmethod
-    def load(cls, path: str | Path) -> MachineConfig:
-        """Read a ``.json``, ``.yaml`` or ``.yml`` file."""
-        p = Path(path)
-        if not p.is_file():
-            what = "is a directory" if p.is_dir() else "does not exist"
-            raise ConfigError(f"config file {str(p)!r} {what}. Give the path of a .json or .yaml file.")
-        try:
-            text = p.read_text()
-        except (OSError, UnicodeDecodeError) as e:
-            raise ConfigError(f"cannot read config file {str(p)!r}: {e}") from None
-        if p.suffix in (".yaml", ".yml"):
-            return cls.from_yaml(text)
-        if p.suffix == ".json":
-            return cls.from_json(text)
+
+def load_data(path: str | Path) -> Any:
+    """The parsed contents of a ``.json``, ``.yaml`` or ``.yml`` config file."""
+    p = Path(path)
+    fmt = {".json": "json", ".yaml": "yaml", ".yml": "yaml"}.get(p.suffix.lower())
+    if not p.exists():
+        raise ConfigError(f"config file {str(p)!r} does not exist. Give the path of a .json or "
+                          ".yaml file.")
+    if p.is_dir():
+        raise ConfigError(f"config file {str(p)!r} is a directory. Give the path of a .json or "
+                          ".yaml file.")
+    if not p.is_file():
+        raise ConfigError(f"config file {str(p)!r} is not a regular file (a device, pipe or "
+                          "socket). Give the path of a .json or .yaml file.")
+    if fmt is None:
         raise ConfigError(f"config file {str(p)!r}: unknown extension {p.suffix!r}. "
                           "Use .json, .yaml or .yml.")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"config file {str(p)!r} is not UTF-8 text ({e.reason} at byte "
+                          f"{e.start}). Save it as UTF-8 JSON or YAML.") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {str(p)!r}: {e.strerror or e}. Check the "
+                          "path and its permissions.") from None
+    if not text.strip():
+        raise ConfigError(f"config file {str(p)!r} is empty. Write the fields to change, e.g. "
+                          "`cores: 4`, or print a full config with `pmsim config --format "
+                          f"{fmt}`.")
+    return _parse(text, fmt, f"config file {str(p)!r}")
+
+
+def _flatten(obj: Any, data: dict[str, Any], where: str) -> dict[str, Any]:
+    """Dotted field names -> values for ``replace``: a mapping under a section field of ``obj``
+    is descended into, anything else replaces the field."""
+    out: dict[str, Any] = {}
+    names = {f.name for f in fields(obj)}
+    for key, value in data.items():
+        if key not in names:
+            raise unknown(f"{type(obj).__name__} field", str(key), names)
+        cur = getattr(obj, key)
+        if is_dataclass(cur) and isinstance(value, dict):
+            out.update({f"{key}.{k}": v for k, v in _flatten(cur, value, where).items()})
+        else:
+            out[key] = value
+    return out
+
+
+def check_types(obj: Any, label: str) -> None:
+    """Raise a ConfigError unless every field of the dataclass ``obj`` holds a value of its
+    declared type: ``int`` (not a bool), ``float`` (an int or float, finite), ``bool`` or
+    ``str``. ``label`` starts the message, e.g. ``"workload 'array': parameter "``."""
+    hints = get_type_hints(type(obj))
+    for f in fields(obj):
+        v, tp = getattr(obj, f.name), hints[f.name]
+        if tp is int and not _is_int(v):
+            problem = "must be an integer"
+        elif tp is float and (not isinstance(v, (int, float)) or isinstance(v, bool)
+                              or not math.isfinite(v)):
+            problem = "must be a finite number"
+        elif tp is bool and not isinstance(v, bool):
+            problem = "must be true or false"
+        elif tp is str and not isinstance(v, str):
+            problem = "must be a string"
+        else:
+            continue
+        raise ConfigError(f"{label}{f.name}={v!r} {problem} ({f.metadata.get('help', '')})")
+
+
+def check_most(label: str, name: str, value: int, most: int, why: str) -> None:
+    """Raise a ConfigError if ``value`` exceeds the bound ``most`` (``why``: the reason)."""
+    if value > most:
+        raise ConfigError(f"{label}{name}={value!r} is too large: {why}")
 
 
 T = TypeVar("T")
@@ -288,20 +482,27 @@ def to_dict(obj: Any) -> Any:
     return obj
 
 
-def from_dict(cls: type[T], data: Any, path: str = "") -> T:
-    """Build a config dataclass from plain data, rejecting unknown keys with a suggestion."""
-    where = path or cls.__name__
+def from_dict(cls: type[T], data: Any, path: str = "", where: str = "") -> T:
+    """Build a config dataclass from plain data, rejecting unknown keys with a suggestion.
+    ``where`` (e.g. a file name) prefixes the error when the data is not a mapping."""
+    at = path or cls.__name__
     if not isinstance(data, dict):
-        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}. "
-                          "Write the section as key: value pairs.")
+        raise ConfigError(f"{where + ': ' if where else ''}{at}: expected a mapping, got "
+                          f"{type(data).__name__} {_short(data)}. Write the section as "
+                          "key: value pairs.")
     hints = get_type_hints(cls)
     names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
         if key not in names:
-            raise unknown(f"field of {where}", key, names)
-        kwargs[key] = _convert(hints[key], value, f"{where}.{key}")
+            raise unknown(f"{at} field", str(key), names)
+        kwargs[key] = _convert(hints[key], value, f"{at}.{key}")
     return cls(**kwargs)
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _convert(tp: Any, value: Any, path: str) -> Any:
@@ -312,7 +513,9 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
     if get_origin(tp) is tuple:
         (inner, _ellipsis) = get_args(tp)
         if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{path}: expected a list, got {value!r}.")
+            raise ConfigError(f"{path}: expected a list, got {_short(value)}. Write it as a "
+                              "list of mappings, e.g. [{name: pm, base: 0, size: 16777216, "
+                              "kind: pm}].")
         return tuple(_convert(inner, v, f"{path}[{i}]") for i, v in enumerate(value))
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
@@ -321,25 +524,53 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
     return value
 
 
-def _replace_nested(obj: Any, changes: dict[str, Any]) -> Any:
+def _replace_nested(obj: Any, changes: dict[str, Any], at: str = "") -> Any:
     direct: dict[str, Any] = {}
     nested: dict[str, dict[str, Any]] = {}
     names = {f.name for f in fields(obj)}
+    where = type(obj).__name__
     for key, value in changes.items():
         head, _, rest = key.partition(".")
         if head not in names:
-            raise unknown(f"field of {type(obj).__name__}", head, names)
+            raise unknown(f"{where} field", head, names)
         if rest:
             nested.setdefault(head, {})[rest] = value
         else:
             direct[head] = value
     hints = get_type_hints(type(obj))
-    where = type(obj).__name__
     for head, value in list(direct.items()):
         direct[head] = _convert(hints[head], value, f"{where}.{head}")
     for head, sub in nested.items():
-        direct[head] = _replace_nested(direct.get(head, getattr(obj, head)), sub)
+        cur = direct.get(head, getattr(obj, head))
+        name = f"{at}{head}"
+        if is_dataclass(cur):
+            direct[head] = _replace_nested(cur, sub, name + ".")
+        elif isinstance(cur, tuple) and cur and all(is_dataclass(x) for x in cur):
+            direct[head] = _replace_items(cur, sub, name)
+        else:
+            first = next(iter(sub))
+            raise ConfigError(f"{name}.{first}: {name} is a value ({cur!r}), not a section with "
+                              f"fields. Set it as a whole: {name}=VALUE.")
     return dataclasses.replace(obj, **direct)
+
+
+def _replace_items(items: tuple[Any, ...], changes: dict[str, Any], name: str) -> tuple[Any, ...]:
+    """``items`` (a tuple of config dataclasses) with ``changes`` keyed ``"i.field"`` applied."""
+    out = list(items)
+    per: dict[int, dict[str, Any]] = {}
+    for key, value in changes.items():
+        idx, _, rest = key.partition(".")
+        if not idx.isdigit() or int(idx) >= len(items):
+            raise ConfigError(f"{name}.{key}: {name} has {len(items)} entries; index them "
+                              f"{name}.0 .. {name}.{len(items) - 1}, e.g. {name}.0.size=VALUE.")
+        i = int(idx)
+        if not rest:
+            out[i] = _convert(type(items[i]), value, f"{name}[{i}]")
+        else:
+            per.setdefault(i, {})[rest] = value
+    for i, sub in per.items():
+        out[i] = _replace_nested(out[i], sub, f"{name}.{i}.")
+    return tuple(out)
 
 
 def describe(obj: Any, prefix: str = "") -> list[tuple[str, Any, str, str]]:

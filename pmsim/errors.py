@@ -29,11 +29,18 @@ class BuildError(PmsimError, ImportError):
     """The C core is missing or stale."""
 
 
-def unknown(kind: str, name: str, known: Iterable[str]) -> UnknownNameError:
-    """Build an error for an unknown name, suggesting the closest registered ones."""
+def unknown(kind: str, name: str, known: Iterable[str], plural: str | None = None
+            ) -> UnknownNameError:
+    """Build an error for an unknown name, suggesting the closest registered ones; ``plural``
+    names the known ones when ``kind + 's'`` would not (``"persist steps of undo"``)."""
     known = sorted(known)
     close = difflib.get_close_matches(name, known, n=3)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     return UnknownNameError(
-        f"unknown {kind} {name!r}.{hint} Known {kind}s: {', '.join(known)}."
+        f"unknown {kind} {name!r}.{hint} Known {plural or kind + 's'}: {', '.join(known)}."
     )
+
+
+class WorkloadModelMismatch(PmsimError):
+    """A workload's data disagrees with its reference model without any crash: a bug in the
+    workload or its model, not a crash-consistency bug."""

@@ -21,6 +21,8 @@ depends on the quantum.
 
 from __future__ import annotations
 
+import inspect
+import math
 import os
 from collections.abc import Callable, Generator, Iterable
 from functools import partial
@@ -31,6 +33,7 @@ import simpy
 
 from .config import LINE, MachineConfig, Region
 from .errors import ConfigError
+from .hw.reference import ADDRESS, as_int, as_word
 from .stats import format_table, records, transpose_table
 from .trace import Mark, Trace
 
@@ -137,11 +140,16 @@ class Cpu:
             st(addr + 8 * i, w)
 
     def load_words(self, addr: int, n: int) -> list[int]:
+        n = _count(n, "load_words: n")
         ld = self.load
         return [ld(addr + 8 * i) for i in range(n)]
 
     def store_bytes(self, addr: int, data: bytes) -> None:
         """Store bytes; partial atoms at either end are merged with the current contents."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise ConfigError(f"store_bytes: data must be bytes, got {type(data).__name__} "
+                              f"{data!r}; encode text first, e.g. 'abc'.encode()")
+        addr = _addr(addr)
         start = addr & ~7
         end = (addr + len(data) + 7) & ~7
         buf = bytearray(self.machine.peek_bytes(start, end - start))
@@ -149,6 +157,7 @@ class Cpu:
         self.store_words(start, np.frombuffer(bytes(buf), dtype="<u8").tolist())
 
     def load_bytes(self, addr: int, n: int) -> bytes:
+        n, addr = _count(n, "load_bytes: n"), _addr(addr)
         start = addr & ~7
         end = (addr + n + 7) & ~7
         words = self.load_words(start, (end - start) // 8)
@@ -157,6 +166,10 @@ class Cpu:
 
     def flush_range(self, addr: int, n: int, kind: str = "clwb") -> None:
         """Flush every line of ``[addr, addr+n)`` with ``kind`` (clwb, clflushopt, clflush)."""
+        if kind not in ("clwb", "clflushopt", "clflush"):
+            raise ConfigError(f"flush_range: unknown flush kind {kind!r}; use 'clwb', "
+                              "'clflushopt' or 'clflush'")
+        n, addr = _count(n, "flush_range: n"), _addr(addr)
         f = getattr(self, kind)
         line = addr & ~(LINE - 1)
         while line < addr + n:
@@ -164,14 +177,34 @@ class Cpu:
             line += LINE
 
 
+def _addr(addr: Any) -> int:
+    return addr if addr.__class__ is int else as_int(addr, "address", valid=ADDRESS)
+
+
+def _count(n: Any, what: str) -> int:
+    return as_int(n, what, valid="an int >= 0")
+
+
 class Machine:
     """A configured machine: engine, SimPy environment, CPUs, locks, trace.
 
-    ``timed=False`` gives the functional machine (see the module docstring).
+    ``config``: a MachineConfig, a preset name (``Machine("optane-adr")``) or None for the
+    defaults. ``timed=False`` gives the functional machine (see the module docstring).
     """
 
-    def __init__(self, config: MachineConfig | None = None, backend: str | None = None,
+    def __init__(self, config: MachineConfig | str | None = None, backend: str | None = None,
                  timed: bool = True) -> None:
+        if isinstance(config, str):
+            from .presets import preset
+
+            config = preset(config)
+        elif config is not None and not isinstance(config, MachineConfig):
+            raise ConfigError(f"Machine(config): expected a MachineConfig or a preset name "
+                              f"(e.g. 'optane-adr'), got {type(config).__name__} {config!r}")
+        if backend is not None and backend not in BACKENDS:
+            raise ConfigError(f"unknown backend {backend!r}; use 'c' or 'python'")
+        if not isinstance(timed, bool):
+            raise ConfigError(f"Machine(timed=...): expected True or False, got {timed!r}")
         self.config = config or MachineConfig()
         self.engine = make_engine(self.config, backend, timed)
         self.backend: str = self.engine.backend
@@ -188,7 +221,9 @@ class Machine:
         self._trace_base = self.pm_image()
 
     def cpu(self, tid: int) -> Cpu:
-        if not 0 <= tid < len(self.cpus):
+        if tid.__class__ is not int and isinstance(tid, np.integer):
+            tid = int(tid)
+        if tid.__class__ is not int or not 0 <= tid < len(self.cpus):
             raise ConfigError(f"thread {tid} does not exist: the machine has "
                               f"{len(self.cpus)} cores (threads 0..{len(self.cpus) - 1})")
         return self.cpus[tid]
@@ -199,10 +234,20 @@ class Machine:
 
     def spawn(self, fn: Callable[..., Generator[Any, Any, Any]], tid: int, *args: Any) -> Any:
         """Start ``fn(cpu, *args)`` (a generator) as the simulated thread on core ``tid``."""
-        return self.env.process(fn(self.cpu(tid), *args))
+        gen = fn(self.cpu(tid), *args)
+        if not inspect.isgenerator(gen):
+            raise ConfigError(f"spawn: {getattr(fn, '__name__', fn)!r} returned "
+                              f"{type(gen).__name__}, not a generator; a thread body is a "
+                              "function with `yield` (e.g. `yield from cpu.sync()`)")
+        return self.env.process(gen)
 
     def run(self, until: float | None = None) -> None:
         """Run every spawned thread to completion (or until simulated time ``until``)."""
+        if until is not None:
+            ok = isinstance(until, (int, float)) and not isinstance(until, bool)
+            if not ok or not math.isfinite(until) or until <= self.env.now:
+                raise ConfigError(f"run(until={until!r}): until must be a finite simulated time "
+                                  f"in ns after the current time {self.env.now:g}, or None")
         self.env.run(until=until)
 
     def power_cycle(self, image: np.ndarray | None = None) -> None:
@@ -222,30 +267,37 @@ class Machine:
     # -- memory contents without timing ----------------------------------------------------------
     def peek(self, addr: int) -> int:
         """An 8-byte word's current value, without simulating an access."""
-        off = addr - self._pm_base
-        if 0 <= off < self._pm_size and not off & 7:  # fast path: an aligned PM word
-            return int(self._pm_words[off >> 3])
+        if addr.__class__ is int:
+            off = addr - self._pm_base
+            if 0 <= off < self._pm_size and not off & 7:  # fast path: an aligned PM word
+                return int(self._pm_words[off >> 3])
         r, w = self.engine.mem.locate(addr)
         return int(self.engine.mem.arrays[r][w])
 
     def poke(self, addr: int, value: int) -> None:
         """Set a word without simulating an access (for setting up initial state)."""
         r, w = self.engine.mem.locate(addr)
-        self.engine.mem.arrays[r][w] = value
+        self.engine.mem.arrays[r][w] = as_word(value)
 
     def pm_words(self, addr: int, n: int) -> np.ndarray:
         """A copy of ``n`` consecutive PM words from ``addr`` (untimed; one slice, cheaper than
         ``n`` peeks)."""
-        off = addr - self._pm_base
-        if off & 7 or off < 0 or n < 0 or off + 8 * n > self._pm_size:
+        off = _addr(addr) - self._pm_base
+        n = _count(n, "pm_words: n")
+        if off & 7 or off < 0 or off + 8 * n > self._pm_size:
             raise ConfigError(f"PM words [{addr:#x}, {addr + 8 * n:#x}) are not 8-byte aligned "
                               f"words of the PM region [{self._pm_base:#x}, "
                               f"{self._pm_base + self._pm_size:#x})")
         return self._pm_words[off >> 3: (off >> 3) + n].copy()
 
     def peek_bytes(self, addr: int, n: int) -> bytes:
+        addr, n = _addr(addr), _count(n, "peek_bytes: n")
         r, w = self.engine.mem.locate(addr & ~7)
         arr = self.engine.mem.arrays[r]
+        if w * 8 + (addr & 7) + n > arr.size * 8:
+            region = self.engine.mem.regions[r]
+            raise ConfigError(f"peek_bytes: [{addr:#x}, {addr + n:#x}) runs past the end of "
+                              f"region {region.name!r} at {region.end:#x}")
         return arr.view(np.uint8)[w * 8 + (addr & 7): w * 8 + (addr & 7) + n].tobytes()
 
     def pm_image(self) -> np.ndarray:
@@ -255,6 +307,11 @@ class Machine:
     def load_pm_image(self, image: np.ndarray) -> None:
         """Replace the PM region's contents (e.g. with a crash image before recovery)."""
         pm = self._pm_bytes
+        if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.ndim != 1:
+            got = (f"a {image.dtype} array of shape {image.shape}" if isinstance(image, np.ndarray)
+                   else f"{type(image).__name__}")
+            raise ConfigError(f"a PM image is a 1-D uint8 NumPy array of the PM region's "
+                              f"{pm.size} bytes (as Machine.pm_image() returns), got {got}")
         if image.shape != pm.shape:
             raise ConfigError(f"image has {image.size} bytes, the PM region {pm.size}")
         pm[:] = image

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .config import CacheConfig, CacheLevel, CostConfig, DRAMConfig, MachineConfig, PMConfig
-from .errors import unknown
+from .errors import ConfigError, unknown
 
 
 def _optane(domain: str) -> MachineConfig:
@@ -91,6 +91,9 @@ PRESETS: dict[str, tuple[Callable[[], MachineConfig], str]] = {
 
 def preset(name: str) -> MachineConfig:
     """The named machine configuration (see ``PRESETS`` for names and sources)."""
+    if not isinstance(name, str):
+        raise ConfigError(f"a preset is named by a string, got {type(name).__name__} {name!r}. "
+                          f"Known presets: {', '.join(sorted(PRESETS))}.")
     try:
         factory, _ = PRESETS[name]
     except KeyError:

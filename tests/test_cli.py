@@ -173,7 +173,7 @@ def test_demo_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     (["config", "--preset", "optane-ard"], "Did you mean 'optane-adr'"),
     (["machine", "--preset", "nope", "--ops", "10"], "unknown preset 'nope'"),
     (["config", "--set", "pm.raed_ns=3"], "Did you mean 'read_ns'"),
-    (["config", "--set", "colors=3"], "unknown field of MachineConfig 'colors'"),
+    (["config", "--set", "colors=3"], "unknown MachineConfig field 'colors'"),
     (["config", "--set", "pm.read_ns"], "expected FIELD=VALUE"),
     (["config", "--set", "pm.banks=0"], "PMConfig.banks: must be a positive integer"),
     (["config", "--set", "pm.read_ns=fast"], "PMConfig.read_ns: must be a number >= 0"),

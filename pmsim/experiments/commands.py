@@ -8,12 +8,14 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from ..cli import add_machine_args, machine_config, register
+from ..cli import add_machine_args, int_in, machine_config, number_in, positive_int, register
 from ..errors import PmsimError
 from ..machine import default_backend
 from ..runtimes.registry import RUNTIMES, get_runtime
@@ -23,15 +25,36 @@ from .compare import DEMO_PRESETS, compare_table, run_comparison
 from .run import METRICS, RunResult, run_experiment
 
 
-def parse_params(items: Sequence[str]) -> dict[str, str]:
-    """``KEY=VALUE`` strings -> a dict (values are converted by the workload)."""
-    out: dict[str, str] = {}
+def parse_params(items: Sequence[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` strings -> a dict. A VALUE is read as JSON (``4``, ``2.7``, ``true``), else
+    kept as a string; the workload checks it against the parameter's type, so ``slot_words=2.7``
+    is an error, not 2."""
+    out: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not key:
+        if not sep or not key.strip():
             raise PmsimError(f"--param {item!r}: expected KEY=VALUE, e.g. --param write_pct=100")
-        out[key.strip()] = value.strip()
+        try:
+            out[key.strip()] = json.loads(value)
+        except (json.JSONDecodeError, RecursionError):
+            out[key.strip()] = value.strip()
     return out
+
+
+def check_output(option: str, path: str | None) -> None:
+    """A PmsimError unless ``path`` can be written (checked before a run, not after it)."""
+    if not path:
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise PmsimError(f"{option} {path!r} is a directory; give a file path, e.g. "
+                         f"{str(p / ('result' + p.suffix if p.suffix else 'result.json'))!r}")
+    parent = p.parent
+    if not parent.is_dir():
+        raise PmsimError(f"{option} {path!r}: directory {str(parent)!r} does not exist; create "
+                         "it or choose another path")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise PmsimError(f"{option} {path!r}: not writable; choose another path")
 
 
 def result_table(results: Sequence[RunResult]) -> str:
@@ -52,9 +75,11 @@ def _add_run(p: argparse.ArgumentParser) -> None:
                    help=f"runtime or mutant ({', '.join(n for n in RUNTIMES if ':' not in n)}; "
                         "mutants as undo:U1 ...)")
     p.add_argument("--workload", default="array", help=f"workload ({', '.join(WORKLOADS)})")
-    p.add_argument("--threads", type=int, default=1, help="application threads (<= cores)")
-    p.add_argument("--txs", type=int, default=1000, help="measured transactions per thread")
-    p.add_argument("--warmup", type=int, default=0, help="warm-up transactions per thread")
+    p.add_argument("--threads", type=int_in(1, 64), default=1,
+                   help="application threads, one per core (at most the machine's cores)")
+    p.add_argument("--txs", type=positive_int, default=1000,
+                   help="measured transactions per thread")
+    p.add_argument("--warmup", type=int_in(0), default=0, help="warm-up transactions per thread")
     p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
                    help="workload parameter, e.g. -p write_pct=100 -p slot_words=4")
     p.add_argument("--json", help="also write the result (with the full config) to this JSON file")
@@ -66,32 +91,38 @@ def _cmd_run(args: argparse.Namespace) -> int:
     cfg = machine_config(args)
     get_runtime(args.runtime)
     get_workload(args.workload)
-    if args.threads < 1:
-        raise PmsimError(f"--threads {args.threads}: use at least 1 thread")
-    if args.txs < 1 or args.warmup < 0:
-        raise PmsimError("--txs must be >= 1 and --warmup >= 0")
+    if args.threads > cfg.cores:
+        raise PmsimError(f"--threads {args.threads}: the machine has {cfg.cores} cores (one "
+                         f"thread per core); use --threads 1..{cfg.cores} or add --cores "
+                         f"{args.threads}")
+    check_output("--json", args.json)
+    check_output("--csv", args.csv)
     r = run_experiment(args.runtime, args.workload, cfg, threads=args.threads, txs=args.txs,
                        warmup=args.warmup, params=parse_params(args.param), backend=args.backend)
     print(f"# {r.runtime} on {r.workload} ({r.params or 'defaults'}), {r.domain}, "
           f"{r.threads} thread(s), {r.txs} measured transactions, seed {r.seed}, "
           f"backend {r.backend}, {r.tx_per_wall_s:,.0f} tx per wall-second")
     print(result_table([r]))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({**r.row(), "params": r.params, "config": r.config}, f, indent=2)
-    if args.csv:
-        row = r.row()
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(row))
-            w.writeheader()
-            w.writerow(row)
+    try:
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({**r.row(), "params": r.params, "config": r.config}, f, indent=2)
+        if args.csv:
+            row = r.row()
+            with open(args.csv, "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=list(row))
+                w.writeheader()
+                w.writerow(row)
+    except OSError as e:
+        raise PmsimError(f"cannot write {e.filename!r}: {e.strerror or e}") from None
     return 0
 
 
 def _add_demo(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--txs", type=int, help="measured transactions per run (default: 300 on the "
-                   "C engine, 60 on the pure-Python one)")
-    p.add_argument("--write-pct", type=float, default=100.0, help="read-write share of slots")
+    p.add_argument("--txs", type=positive_int, help="measured transactions per run (default: "
+                   "300 on the C engine, 60 on the pure-Python one)")
+    p.add_argument("--write-pct", type=number_in(0, 100), default=100.0,
+                   help="read-write share of slots, in percent (0..100)")
     p.add_argument("--backend", choices=["c", "python"], help="engine backend")
 
 
@@ -101,7 +132,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
           f"transaction, {args.write_pct:g}% read-write, 300 ns PM loads, fixed persist barriers "
           f"{', '.join(f'{d} {ns:g} ns' for d, ns in DEMO_PRESETS)}")
     backend = args.backend or default_backend()
-    txs = args.txs or (300 if backend == "c" else 60)
+    txs = args.txs if args.txs is not None else (300 if backend == "c" else 60)
     results = run_comparison(txs=txs, warmup=max(5, txs // 6), write_pct=args.write_pct,
                              backend=backend)
     print(compare_table(results))

@@ -1,7 +1,10 @@
-"""Undo, redo and COW side by side on Array across the Marathe presets (PDOM-0/1/2).
+"""Undo, redo and COW side by side on Array across the Marathe presets (what `pmsim demo` runs).
 
 The paper's expected ranking: redo beats undo where barriers are expensive (PDOM-0), undo
-beats redo where they are free (PDOM-2), COW is slowest everywhere.
+beats redo where they are free (PDOM-2), COW is slowest everywhere. The full comparison of
+every registered protocol and variant, with crash-fuzz verdicts and mutant kills, is
+:mod:`pmsim.experiments.unified` (``pmsim compare``); the papers' claims are checked by
+:mod:`pmsim.experiments.claims` (``pmsim reproduce``).
 """
 
 from __future__ import annotations

@@ -16,8 +16,15 @@ from typing import Any
 import numpy as np
 
 from ..config import MachineConfig
+from ..errors import ConfigError
+from ..presets import preset
 from ..runtimes.costs import RuntimeCosts
+from ..runtimes.mutation import Mutant
+from ..runtimes.registry import reference
 from ..stats import total
+from ..usercode import display_name
+from ..workloads.base import WorkloadArg, non_default_params
+from ..workloads.base import reference as workload_reference
 from ..workloads.session import Session
 
 
@@ -77,17 +84,62 @@ METRICS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def run_experiment(runtime: str, workload: str, config: MachineConfig | None = None,
-                   threads: int = 1, txs: int = 1000, warmup: int = 0, seed: int | None = None,
+def _label(obj: Any, ref: Any) -> str:
+    """What a RunResult records for a runtime or workload argument: the string as given, or
+    for a class the name or import path that finds it again."""
+    if isinstance(obj, str):
+        return obj
+    if isinstance(obj, Mutant):
+        return obj.name
+    cls = obj if isinstance(obj, type) else type(obj)
+    return ref(cls)[0] or display_name(cls)
+
+
+def _config(config: MachineConfig | str | None) -> MachineConfig:
+    """A machine config from a MachineConfig, a preset name or None (the defaults)."""
+    if config is None:
+        return MachineConfig()
+    if isinstance(config, str):
+        return preset(config)
+    if not isinstance(config, MachineConfig):
+        raise ConfigError(f"run_experiment: config must be a MachineConfig or a preset name, "
+                          f"got {type(config).__name__} {config!r}")
+    return config
+
+
+def _check_count(name: str, v: Any, lo: int, hi: int | None = None) -> None:
+    if not isinstance(v, int) or isinstance(v, bool) or v < lo or (hi is not None and v > hi):
+        valid = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+        raise ConfigError(f"run_experiment: {name} must be an integer {valid}, got {v!r}")
+
+
+def run_experiment(runtime: str | type | Mutant, workload: WorkloadArg,
+                   config: MachineConfig | str | None = None, threads: int = 1, txs: int = 1000,
+                   warmup: int = 0, seed: int | None = None,
                    params: Mapping[str, Any] | None = None, costs: RuntimeCosts | None = None,
                    backend: str | None = None) -> RunResult:
-    """Run ``warmup`` then ``txs`` transactions per thread; measure the second phase."""
+    """Run ``warmup`` then ``txs`` transactions per thread; measure the second phase.
+
+    ``runtime`` and ``workload`` take every form :meth:`Session.create` takes (names, import
+    paths ``"file.py:Class"``, classes, a workload instance); the result records names or
+    import paths, and for an instance its non-default parameters."""
     from .. import __version__
 
-    cfg = config or MachineConfig()
+    cfg = _config(config)
+    _check_count("threads", threads, 1, 64)
+    _check_count("txs", txs, 1)
+    _check_count("warmup", warmup, 0)
     seed = cfg.seed if seed is None else seed
+    _check_count("seed", seed, 0, (1 << 64) - 1)
+    if params is not None and not isinstance(params, Mapping):
+        raise ConfigError(f"run_experiment: params must be a mapping of parameter names to "
+                          f"values, e.g. {{'slots': 64}}, got {type(params).__name__} {params!r}")
     s = Session.create(runtime, workload, cfg, threads=threads, seed=seed, txs=warmup + txs,
                        params=params, costs=costs, backend=backend)
+    if not params and not isinstance(workload, str | type):
+        params = non_default_params(s.workload)
+    runtime = _label(runtime, reference)
+    workload = _label(workload, workload_reference)
     m, rt = s.machine, s.runtime
     if warmup:
         s.run(warmup)

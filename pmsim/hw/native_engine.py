@@ -28,6 +28,7 @@ from ..errors import BuildError, ConfigError
 from ..stats import STATS_DTYPE
 from ..trace import TRACE_DTYPE
 from .reference import (
+    ADDRESS,
     BATCH_DTYPE,
     OP_CAS,
     OP_CLFLUSH,
@@ -36,8 +37,12 @@ from .reference import (
     OP_LOAD,
     OP_NTSTORE,
     OP_STORE,
+    OP_WORK,
     OP_XCHG,
     Memory,
+    as_int,
+    as_ns,
+    as_word,
     check_counter,
 )
 
@@ -130,14 +135,22 @@ class CEngine:
         self._bind()
 
     # -- errors ----------------------------------------------------------------------------------
-    def _diagnose(self, tid: int, addr: int | None, flush: bool = False) -> None:
-        """Raise the reference engine's error for a bad address, then for a bad thread."""
+    def _diagnose(self, tid: int, addr: Any, flush: bool = False, *words: tuple[str, Any]) -> None:
+        """Raise the reference engine's error for a bad address, then for a bad thread, then
+        for a bad ``(what, value)`` word, in that order."""
         if addr is not None:
+            if addr.__class__ is not int:
+                addr = as_int(addr, "address", valid=ADDRESS)
             self.mem.locate(addr & ~7 if flush else addr)
         n = self.cfg.cores
         if not isinstance(tid, int) or not 0 <= tid < n:
             raise ConfigError(f"thread {tid} does not exist: the machine has {n} cores "
                               f"(threads 0..{n - 1})")
+        for what, v in words:
+            if what == "marker code":
+                as_int(v, what, 0xFFFFFFFF, "an int in 0..2**32-1")
+            else:
+                as_word(v, what)
 
     def _fail(self, code: int, tid: int, addr: int | None, flush: bool = False) -> NoReturn:
         if code == self._lib.PM_ERR_NOMEM:
@@ -155,9 +168,12 @@ class CEngine:
 
         def with_addr(f: Any, flush: bool = False) -> Any:
             def op(tid: int, addr: int) -> None:
+                if addr.__class__ is not int:
+                    diagnose(tid, addr, flush)
+                    addr = int(addr)
                 try:
                     code = f(m, tid, addr)
-                except OverflowError:
+                except (OverflowError, TypeError):
                     diagnose(tid, addr, flush)
                     raise
                 if code:
@@ -166,32 +182,27 @@ class CEngine:
 
         def with_value(f: Any) -> Any:
             def op(tid: int, addr: int, value: int) -> None:
+                if addr.__class__ is not int or value.__class__ is not int:
+                    diagnose(tid, addr, False, ("value", value))
+                    addr, value = int(addr), int(value)
                 try:
                     code = f(m, tid, addr, value)
-                except OverflowError:
-                    diagnose(tid, addr)
+                except (OverflowError, TypeError):
+                    diagnose(tid, addr, False, ("value", value))
                     raise
                 if code:
                     fail(code, tid, addr)
             return op
 
-        def no_addr(f: Any) -> Any:
-            def op(tid: int) -> None:
-                try:
-                    code = f(m, tid)
-                except OverflowError:
-                    diagnose(tid, None)
-                    raise
-                if code:
-                    fail(code, tid, None)
-            return op
-
         f_load, f_cas, f_xchg = lib.pm_load, lib.pm_cas, lib.pm_xchg
 
         def load(tid: int, addr: int) -> int:
+            if addr.__class__ is not int:
+                diagnose(tid, addr)
+                addr = int(addr)
             try:
                 v = f_load(m, tid, addr)
-            except OverflowError:
+            except (OverflowError, TypeError):
                 diagnose(tid, addr)
                 raise
             if v == _U64_MAX and err(m):
@@ -200,41 +211,72 @@ class CEngine:
 
         def cas(tid: int, addr: int, expected: int, new: int) -> int:
             """Compare-and-swap; returns the old value (the swap happened iff it equals expected)."""
+            words = (("expected value", expected), ("value", new))
+            if addr.__class__ is not int or expected.__class__ is not int or \
+                    new.__class__ is not int:
+                diagnose(tid, addr, False, *words)
+                addr, expected, new = int(addr), int(expected), int(new)
             try:
                 v = f_cas(m, tid, addr, expected, new)
-            except OverflowError:
-                diagnose(tid, addr)
+            except (OverflowError, TypeError):
+                diagnose(tid, addr, False, *words)
                 raise
             if v == _U64_MAX and err(m):
                 fail(err(m), tid, addr)
             return v
 
         def xchg(tid: int, addr: int, value: int) -> int:
+            if addr.__class__ is not int or value.__class__ is not int:
+                diagnose(tid, addr, False, ("value", value))
+                addr, value = int(addr), int(value)
             try:
                 v = f_xchg(m, tid, addr, value)
-            except OverflowError:
-                diagnose(tid, addr)
+            except (OverflowError, TypeError):
+                diagnose(tid, addr, False, ("value", value))
                 raise
             if v == _U64_MAX and err(m):
                 fail(err(m), tid, addr)
             return v
 
+        def no_addr(f: Any) -> Any:
+            def op(tid: int) -> None:
+                try:
+                    code = f(m, tid)
+                except (OverflowError, TypeError):
+                    diagnose(tid, None)
+                    raise
+                if code:
+                    fail(code, tid, None)
+            return op
+
         f_work, f_mark, f_get, f_set = lib.pm_work, lib.pm_mark, lib.pm_get_clock, lib.pm_set_clock
+        bad_value = lib.PM_ERR_VALUE
 
         def work(tid: int, ns: float) -> None:
+            if ns.__class__ is not float and ns.__class__ is not int:
+                diagnose(tid, None)
+                ns = as_ns(ns)
             try:
                 code = f_work(m, tid, ns)
-            except OverflowError:
+            except (OverflowError, TypeError):
                 diagnose(tid, None)
+                as_ns(ns)
                 raise
             if code:
+                if code == bad_value:
+                    diagnose(tid, None)
+                    as_ns(ns)
                 fail(code, tid, None)
 
         def mark(tid: int, code: int, value: int) -> None:
+            words = (("marker code", code), ("marker value", value))
+            if value.__class__ is not int or not isinstance(code, int):  # codes are IntEnums
+                diagnose(tid, None, False, *words)
+                code, value = int(code), int(value)
             try:
                 rc = f_mark(m, tid, code, value)
-            except OverflowError:
-                diagnose(tid, None)
+            except (OverflowError, TypeError):
+                diagnose(tid, None, False, *words)
                 raise
             if rc:
                 fail(rc, tid, None)
@@ -242,7 +284,7 @@ class CEngine:
         def get_clock(tid: int) -> float:
             try:
                 t = f_get(m, tid)
-            except OverflowError:
+            except (OverflowError, TypeError):
                 diagnose(tid, None)
                 raise
             if t != t:  # NaN: a bad thread id, or a clock made NaN by the caller
@@ -252,7 +294,7 @@ class CEngine:
         def set_clock(tid: int, t: float) -> None:
             try:
                 code = f_set(m, tid, t)
-            except OverflowError:
+            except (OverflowError, TypeError):
                 diagnose(tid, None)
                 raise
             if code:
@@ -327,6 +369,12 @@ class CEngine:
         op = int(o["op"])
         if code == self._lib.PM_ERR_OP:
             raise ConfigError(f"batch op {i}: unknown op code {op}")
+        if code == self._lib.PM_ERR_VALUE and op == OP_WORK:
+            try:
+                as_ns(float(np.array(o["arg"], np.uint64).view(np.float64)))
+            except ConfigError as e:
+                e.add_note(f"raised by batch op {i} (op code {op})")
+                raise
         addr = int(o["addr"]) if op in _ADDR_OPS else None
         try:
             self._fail(code, int(o["tid"]), addr, op in _FLUSH_OPS)

@@ -33,6 +33,10 @@ and its oracle need nothing more.
 
 from __future__ import annotations
 
+import math
+import operator
+from typing import Any
+
 import numpy as np
 
 from ..cache.lru import CacheArray
@@ -56,6 +60,57 @@ COUNTERS = tuple(n for n in STATS_DTYPE.names if STATS_DTYPE.fields[n][0] == np.
 """The integer statistics (instruction and event counts, bytes)."""
 
 
+U64 = (1 << 64) - 1
+MAX_WORK_NS = 1e12
+"""The most one ``work`` may charge, in ns (1000 simulated seconds; the C core's
+PM_MAX_WORK_NS)."""
+
+
+def as_int(value: Any, what: str, hi: int = U64, valid: str = "an int in 0..2**64-1") -> int:
+    """``value`` as a Python int in ``0..hi``, or the ConfigError both engines raise
+    (``valid`` says what to use instead).
+
+    Integers, bools, NumPy integers and objects with ``__index__`` are accepted; floats
+    (even integral ones), strings, None, Fractions and Decimals are not: nothing is truncated.
+    """
+    if value.__class__ is not int:
+        if isinstance(value, (float, complex, str, bytes, np.floating)) or not hasattr(
+                type(value), "__index__"):
+            raise ConfigError(f"{what} {value!r} is not an integer ({type(value).__name__}); "
+                              f"use {valid} (convert with int() where truncation is meant)")
+        value = operator.index(value)
+    if not 0 <= value <= hi:
+        raise ConfigError(f"{what} {value} is out of range; use {valid}"
+                          + (" (mask negative values with & (2**64 - 1))"
+                             if value < 0 and hi == U64 else ""))
+    return value
+
+
+ADDRESS = "an 8-byte aligned int address inside a region of the machine"
+
+
+def as_word(value: Any, what: str = "value") -> int:
+    """A value stored to memory: an integer in 0..2**64-1."""
+    return as_int(value, what)
+
+
+def as_ns(ns: Any) -> float:
+    """A ``work`` duration: a real number in [0, MAX_WORK_NS], or the ConfigError both engines
+    raise."""
+    ok = isinstance(ns, (int, float, np.integer, np.floating)) and not isinstance(ns, bool)
+    if not ok:
+        raise ConfigError(f"work({ns!r}): the duration must be a number of ns, got "
+                          f"{type(ns).__name__}")
+    try:
+        f = float(ns)
+    except OverflowError:
+        f = math.inf
+    if not (0.0 <= f <= MAX_WORK_NS) or math.isnan(f):
+        raise ConfigError(f"work({ns!r}): the duration must be in [0, {MAX_WORK_NS:g}] ns "
+                          "(clocks never move backwards, and must stay finite)")
+    return f
+
+
 def check_counter(name: str) -> None:
     """Raise a ConfigError unless ``name`` is an integer statistic."""
     if name not in COUNTERS:
@@ -75,6 +130,8 @@ class Memory:
 
     def locate(self, addr: int) -> tuple[int, int]:
         """(region index, word index) of an 8-byte aligned address, or a clear error."""
+        if addr.__class__ is not int:
+            addr = as_int(addr, "address", valid=ADDRESS)
         if addr & 7:
             raise ConfigError(f"address {addr:#x} is not 8-byte aligned; pmsim accesses "
                               "8-byte atoms (use store_bytes for other sizes)")
@@ -315,6 +372,9 @@ class PyEngine:
 
     def store(self, tid: int, addr: int, value: int) -> None:
         r, w = self.mem.locate(addr)
+        if value.__class__ is not int or not 0 <= value <= U64:
+            value = as_word(value)
+        addr = int(addr)
         lat, level = self._access(tid, addr >> 6, True)
         self.clock[tid] += self.cfg.costs.store_ns if level == 1 else lat
         self.stats[tid]["stores"] += 1
@@ -324,6 +384,9 @@ class PyEngine:
 
     def ntstore(self, tid: int, addr: int, value: int) -> None:
         r, w = self.mem.locate(addr)
+        if value.__class__ is not int or not 0 <= value <= U64:
+            value = as_word(value)
+        addr = int(addr)
         line = addr >> 6
         self._flush_line(tid, line, True, _WB_NT)
         self.clock[tid] += self.cfg.costs.store_ns
@@ -339,6 +402,8 @@ class PyEngine:
             self.stats[tid]["dram_write_bytes"] += 8
 
     def _flush(self, tid: int, addr: int, kind: Ev) -> None:
+        if addr.__class__ is not int:
+            addr = as_int(addr, "address", valid=ADDRESS)
         r, _ = self.mem.locate(addr & ~7)
         line = addr >> 6
         self.clock[tid] += self.cfg.costs.flush_ns
@@ -405,6 +470,10 @@ class PyEngine:
 
     def _rmw(self, tid: int, addr: int, expected: int | None, value: int) -> int:
         r, w = self.mem.locate(addr)
+        if expected is not None:
+            expected = as_word(expected, "expected value")
+        value = as_word(value)
+        addr = int(addr)
         self.clock[tid] += self.cfg.costs.rmw_ns
         self._fence_wait(tid)
         lat, level = self._access(tid, addr >> 6, True)
@@ -428,10 +497,16 @@ class PyEngine:
         return self._rmw(tid, addr, None, value)
 
     def work(self, tid: int, ns: float) -> None:
+        if (ns.__class__ is not float and ns.__class__ is not int) or not 0 <= ns <= MAX_WORK_NS:
+            ns = as_ns(ns)
         self.clock[tid] += ns
         self.stats[tid]["work_ns"] += ns
 
     def mark(self, tid: int, code: int, value: int) -> None:
+        if not isinstance(code, int) or not 0 <= code <= 0xFFFFFFFF:
+            code = as_int(code, "marker code", 0xFFFFFFFF, "an int in 0..2**32-1")
+        if value.__class__ is not int or not 0 <= value <= U64:
+            value = as_word(value, "marker value")
         self._emit(Ev.MARK, tid, code, 0, value)
 
     def persist_barrier(self, tid: int) -> None:
@@ -572,6 +647,9 @@ class FunctionalEngine:
     def _write(self, tid: int, addr: int, value: int, kind: Ev, counter: str) -> None:
         r, w = self.mem.locate(addr)
         c = self._check_tid(tid)
+        if value.__class__ is not int or not 0 <= value <= U64:
+            value = as_word(value)
+        addr = int(addr)
         self.mem.arrays[r][w] = value
         c[counter] += 1
         if r == self._pm:
@@ -584,6 +662,8 @@ class FunctionalEngine:
         self._write(tid, addr, value, Ev.NTSTORE, "ntstores")
 
     def _flush(self, tid: int, addr: int, kind: Ev) -> None:
+        if addr.__class__ is not int:
+            addr = as_int(addr, "address", valid=ADDRESS)
         r, _ = self.mem.locate(addr & ~7)
         self._check_tid(tid)[kind.name.lower()] += 1
         if r == self._pm:
@@ -613,6 +693,10 @@ class FunctionalEngine:
     def _rmw(self, tid: int, addr: int, expected: int | None, value: int) -> int:
         r, w = self.mem.locate(addr)
         c = self._check_tid(tid)
+        if expected is not None:
+            expected = as_word(expected, "expected value")
+        value = as_word(value)
+        addr = int(addr)
         arr = self.mem.arrays[r]
         old = int(arr[w])
         stored = expected is None or old == expected
@@ -634,9 +718,15 @@ class FunctionalEngine:
 
     def work(self, tid: int, ns: float) -> None:
         self._check_tid(tid)
+        if (ns.__class__ is not float and ns.__class__ is not int) or not 0 <= ns <= MAX_WORK_NS:
+            as_ns(ns)
 
     def mark(self, tid: int, code: int, value: int) -> None:
         self._check_tid(tid)
+        if not isinstance(code, int) or not 0 <= code <= 0xFFFFFFFF:
+            code = as_int(code, "marker code", 0xFFFFFFFF, "an int in 0..2**32-1")
+        if value.__class__ is not int or not 0 <= value <= U64:
+            value = as_word(value, "marker value")
         self._emit(Ev.MARK, tid, code, 0, value)
 
     def persist_barrier(self, tid: int) -> None:

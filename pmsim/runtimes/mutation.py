@@ -117,7 +117,8 @@ def validate(base: type[Runtime], mutations: Iterable[Mutation]) -> None:
             names = [m.step, m.after]
         elif isinstance(m, SkipCheck):
             if m.check not in checks:
-                raise unknown(f"recovery check of {base.__name__}", m.check, checks)
+                raise unknown(f"recovery check of {base.__name__}", m.check, checks,
+                              f"recovery checks of {base.__name__}")
             continue
         elif isinstance(m, Patch):
             if not hasattr(base, m.attr):
@@ -129,7 +130,8 @@ def validate(base: type[Runtime], mutations: Iterable[Mutation]) -> None:
                               "move_before(), swap(), skip_check() or patch()")
         for n in names:
             if n not in steps:
-                raise unknown(f"persist step of {base.__name__}", n, steps)
+                raise unknown(f"persist step of {base.__name__}", n, steps,
+                              f"persist steps of {base.__name__}")
 
 
 def mutate(base: type[Runtime], mutations: Sequence[Mutation], name: str) -> type[Runtime]:

@@ -3,14 +3,21 @@
 A protocol module registers its class with ``@register_runtime``, its switches with
 ``variant(...)`` and its card mutants with ``register_mutant(Mutant(...))``; nothing else needs
 editing. ``get_runtime("redo:R2")`` returns any of them by name.
+
+Every lookup also takes user code by import path (:mod:`pmsim.usercode`):
+``get_runtime("my_rt.py:MyRuntime")`` loads a Runtime subclass (or a module-level
+:class:`Mutant`, which it builds) from a file, ``get_runtime("pkg.mod:MyRuntime")`` from a
+module; ``get_mutant("my_mutants.py:m")`` loads a Mutant. Registered names win over paths.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, unknown
+from ..usercode import candidates, import_path, is_file_path, is_import_path, load_attr, remember
 from .costs import RuntimeCosts
 from .layout import PMSpec
 from .mutation import Mutant
@@ -37,10 +44,15 @@ def register_runtime(cls: type[Runtime], name: str | None = None) -> type[Runtim
     return cls
 
 
+_SWITCHES: weakref.WeakSet[type] = weakref.WeakSet()
+"""Classes built by :func:`variant`: the same protocol with a switch flipped."""
+
+
 def variant(base: type[Runtime], name: str, **attrs: Any) -> type[Runtime]:
     """Register a subclass of ``base`` with class attributes changed (a protocol switch)."""
     cls = type(base.__name__ + "_" + name.replace(":", "_").replace("-", "_"), (base,),
                {"name": name, **attrs})
+    _SWITCHES.add(cls)
     return register_runtime(cls)
 
 
@@ -58,21 +70,103 @@ def _load_builtin() -> None:
         importlib.import_module(f"pmsim.runtimes.{mod}")
 
 
-def get_runtime(name: str) -> type[Runtime]:
-    """The runtime class registered as ``name`` (e.g. ``"undo"``, ``"redo:R2"``)."""
-    _load_builtin()
-    try:
-        return RUNTIMES[name]
-    except KeyError:
-        raise unknown("runtime", name, RUNTIMES) from None
+_BUILT: dict[str, type[Runtime]] = {}
+"""Runtimes built from Mutants loaded by import path, once per path and process."""
 
 
-def get_mutant(name: str) -> Mutant:
+def _is_runtime_class(obj: Any) -> bool:
+    from .base import Runtime
+
+    return isinstance(obj, type) and issubclass(obj, Runtime) and obj is not Runtime
+
+
+def _kind_of(obj: Any) -> str:
+    if isinstance(obj, type):
+        return f"the class {obj.__name__} (bases: {', '.join(b.__name__ for b in obj.__bases__)})"
+    return f"a {type(obj).__name__} object"
+
+
+def get_runtime(name: str | type[Runtime] | Mutant) -> type[Runtime]:
+    """The runtime class registered as ``name`` (e.g. ``"undo"``, ``"redo:R2"``), loaded from
+    an import path (``"file.py:MyRuntime"``, ``"pkg.mod:MyRuntime"``; a module-level Mutant
+    there is built), or given: a Runtime subclass is returned, a Mutant built."""
+    if isinstance(name, Mutant):
+        return name.build()
+    if _is_runtime_class(name):
+        return name  # type: ignore[return-value]
+    if not isinstance(name, str):
+        raise ConfigError(f"a runtime is a registered name, an import path 'file.py:Class', a "
+                          f"Runtime subclass or a Mutant, not {_kind_of(name)}")
     _load_builtin()
-    try:
-        return MUTANTS[name]
-    except KeyError:
-        raise unknown("mutant", name, MUTANTS) from None
+    cls = RUNTIMES.get(name) or _BUILT.get(name)
+    if cls is not None:
+        return cls
+    if not is_import_path(name):
+        raise _unknown_or_file("runtime", name, RUNTIMES, _is_runtime_class)
+    obj = load_attr(name, "runtime", RUNTIMES)
+    if isinstance(obj, Mutant):
+        cls = _BUILT[name] = remember(obj.build(), name)
+        return cls
+    if not _is_runtime_class(obj):
+        raise ConfigError(f"{name} is {_kind_of(obj)}, not a runtime: name a subclass of "
+                          "pmsim.runtimes.Runtime or a Mutant")
+    return obj  # type: ignore[no-any-return]
+
+
+def get_mutant(name: str | Mutant) -> Mutant:
+    """The mutant registered as ``name`` (``"undo:U1"``) or the module-level Mutant an import
+    path names (``"my_mutants.py:idle_first"``)."""
+    if isinstance(name, Mutant):
+        return name
+    _load_builtin()
+    m = MUTANTS.get(name)
+    if m is not None:
+        return m
+    if not is_import_path(name):
+        raise _unknown_or_file("mutant", name, MUTANTS, lambda o: isinstance(o, Mutant))
+    obj = load_attr(name, "mutant", MUTANTS)
+    if not isinstance(obj, Mutant):
+        raise ConfigError(f"{name} is {_kind_of(obj)}, not a mutant: name a module-level "
+                          "pmsim.runtimes.Mutant(...)")
+    return remember(obj, name)
+
+
+def _unknown_or_file(kind: str, name: str, known: Any, test: Any) -> Exception:
+    """The error for a name that is neither registered nor an import path; a bare file name
+    gets the list of what the file defines."""
+    if name.endswith(".py") and is_file_path(name):
+        found = candidates(name, test)
+        return ConfigError(f"{name}: name the {kind} after a colon, e.g. '{name}:"
+                           f"{found[0] if found else 'Name'}'"
+                           + (f" (it defines {', '.join(found)})" if found else
+                              f" (it defines no {kind})"))
+    return unknown(kind, name, known)
+
+
+def reference(cls: type[Runtime]) -> tuple[str | None, str]:
+    """``(string, "")`` with which :func:`get_runtime` finds ``cls`` again in a fresh process
+    (its registered name for pmsim's own runtimes, else its import path), or ``(None, why)``."""
+    name = getattr(cls, "name", "")
+    if name and RUNTIMES.get(name) is cls and cls.__module__.startswith("pmsim."):
+        return name, ""
+    path, why = import_path(cls)
+    if path is None and name and RUNTIMES.get(name) is cls:
+        return name, ""  # registered by user code: the name works once that code is imported
+    return path, why
+
+
+def declares_crash_irrelevant(cls: type[Runtime]) -> bool:
+    """Whether ``cls.crash_irrelevant()`` was declared for ``cls``: defined by the class itself,
+    or inherited only through protocol switches (:func:`variant`) and mutants
+    (:meth:`Mutant.build`). Any other subclass may change what recovery reads, so it must
+    define ``crash_irrelevant`` itself (``return super().crash_irrelevant()`` keeps its
+    parent's declaration); until it does, campaigns leave no stores out for it."""
+    for c in cls.__mro__:
+        if "crash_irrelevant" in c.__dict__:
+            return True
+        if not (c in _SWITCHES or "mutations" in c.__dict__):
+            return False
+    return False
 
 
 def all_mutants() -> dict[str, Mutant]:
@@ -81,7 +175,7 @@ def all_mutants() -> dict[str, Mutant]:
     return dict(MUTANTS)
 
 
-def create_runtime(name: str, machine: Any, spec: PMSpec, threads: int | None = None,
+def create_runtime(name: str | type[Runtime] | Mutant, machine: Any, spec: PMSpec, threads: int | None = None,
                    costs: RuntimeCosts | None = None, base: int | None = None,
                    format: bool = True) -> Runtime:
     """Plan a layout for ``spec`` at the start of the machine's PM, build and format the runtime."""
@@ -120,5 +214,6 @@ def fit_pm(cfg: Any, nbytes: int, shrink: bool = False) -> Any:
     return dataclasses.replace(cfg, regions=tuple(regions))
 
 
-__all__ = ["BUILTIN", "MUTANTS", "RUNTIMES", "all_mutants", "create_runtime", "fit_pm",
-           "get_mutant", "get_runtime", "register_mutant", "register_runtime", "variant"]
+__all__ = ["BUILTIN", "MUTANTS", "RUNTIMES", "all_mutants", "create_runtime",
+           "declares_crash_irrelevant", "fit_pm", "get_mutant", "get_runtime", "reference",
+           "register_mutant", "register_runtime", "variant"]

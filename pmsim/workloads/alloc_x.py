@@ -14,26 +14,38 @@ from typing import Any
 
 import numpy as np
 
-from ..config import param
+from ..config import check_types, param
+from ..errors import ConfigError
 from ..runtimes.base import Runtime
 from ..runtimes.layout import PMSpec, StaticArray
 from .base import Model, Workload, check_range, register_workload
+
+MAX_LIVE_BYTES = 1 << 28
+"""Most bytes of live blocks per thread (the heap is planned for all of them)."""
 
 
 @dataclass(frozen=True)
 class AllocXParams:
     x: int = param(8, "blocks", "blocks allocated per transaction")
-    groups: int = param(2, "groups", "root groups per thread (a group is freed when reused)")
+    groups: int = param(2, "groups", "root groups per thread (a group is freed when reused; "
+                        "groups x x x max_bytes at most 256 MiB)")
     min_bytes: int = param(1, "bytes", "smallest block requested")
     max_bytes: int = param(512, "bytes", "largest block requested")
     abort_pct: float = param(0.0, "%", "share of transactions that abort")
 
     def __post_init__(self) -> None:
+        label = "workload 'alloc-x': parameter "
+        check_types(self, label)
         check_range("alloc-x", "x", self.x, 1, 256)
         check_range("alloc-x", "groups", self.groups, 1)
         check_range("alloc-x", "min_bytes", self.min_bytes, 1, 4096)
         check_range("alloc-x", "max_bytes", self.max_bytes, self.min_bytes, 4096)
         check_range("alloc-x", "abort_pct", self.abort_pct, 0, 100)
+        live = self.groups * self.x * self.max_bytes
+        if live > MAX_LIVE_BYTES:
+            raise ConfigError(f"{label}groups={self.groups!r} is too large: groups x x x "
+                              f"max_bytes = {live} bytes of live blocks per thread, more than "
+                              f"256 MiB; use groups <= {MAX_LIVE_BYTES // (self.x * self.max_bytes)}")
 
 
 def words_for(nbytes: int) -> int:

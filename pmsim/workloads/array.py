@@ -15,26 +15,53 @@ from typing import Any
 
 import numpy as np
 
-from ..config import param
+from ..config import check_most, check_types, param
+from ..errors import ConfigError
 from ..runtimes.base import Runtime
 from ..runtimes.layout import PMSpec, StaticArray
 from .base import MASK64, Model, Workload, check_range, register_workload
 
+MAX_WORDS = 1 << 28
+"""Most words of slot data (2 GiB): the PM region is capped at 4 GiB."""
+MAX_TX_WORDS = 1 << 20
+"""Most words one transaction writes (logs are sized for a transaction)."""
+MAX_LOCKS = 1 << 18
+"""Most application locks a workload creates (each is a SimPy resource)."""
+
 
 @dataclass(frozen=True)
 class ArrayParams:
-    slots: int = param(4096, "slots", "array length (the paper uses 10 M)")
-    slot_words: int = param(4, "words", "slot size in 8-byte integers (paper: 4 and 64)")
-    per_tx: int = param(20, "slots", "contiguous slots each transaction touches")
+    slots: int = param(4096, "slots", "array length (the paper uses 10 M; slots x slot_words "
+                       "at most 2**28 words, 2 GiB)")
+    slot_words: int = param(4, "words", "slot size in 8-byte integers (paper: 4 and 64; at most "
+                            "4096)")
+    per_tx: int = param(20, "slots", "contiguous slots each transaction touches (per_tx x "
+                        "slot_words at most 2**20 words)")
     write_pct: float = param(50.0, "%", "share of the touched slots that are read-write")
-    lock_stripe: int = param(64, "slots", "slots per application lock (multi-threaded runs)")
+    lock_stripe: int = param(64, "slots", "slots per application lock (multi-threaded runs; at "
+                             "most 2**18 locks)")
 
     def __post_init__(self) -> None:
+        check_types(self, "workload 'array': parameter ")
         check_range("array", "slot_words", self.slot_words, 1, 4096)
         check_range("array", "per_tx", self.per_tx, 1)
         check_range("array", "slots", self.slots, self.per_tx)
         check_range("array", "write_pct", self.write_pct, 0, 100)
         check_range("array", "lock_stripe", self.lock_stripe, 1)
+        label = "workload 'array': parameter "
+        check_most(label, "slots", self.slots, MAX_WORDS // self.slot_words,
+                   f"slots x slot_words must be at most 2**28 words (2 GiB; a PM region holds "
+                   f"at most 4 GiB), so with slot_words={self.slot_words} use slots <= "
+                   f"{MAX_WORDS // self.slot_words}")
+        check_most(label, "per_tx", self.per_tx, MAX_TX_WORDS // self.slot_words,
+                   f"a transaction may write at most 2**20 words (its logs are sized for it), so "
+                   f"with slot_words={self.slot_words} use per_tx <= "
+                   f"{MAX_TX_WORDS // self.slot_words}")
+        if -(-self.slots // self.lock_stripe) > MAX_LOCKS:
+            raise ConfigError(f"{label}lock_stripe={self.lock_stripe!r} is too small: "
+                              f"slots={self.slots} / lock_stripe gives more than {MAX_LOCKS} "
+                              "application locks; use lock_stripe >= "
+                              f"{-(-self.slots // MAX_LOCKS)}")
 
 
 class ArrayModel(Model):

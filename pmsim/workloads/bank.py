@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..config import param
+from ..config import check_most, check_types, param
 from ..runtimes.base import Runtime
 from ..runtimes.layout import PMSpec, StaticArray
 from .base import MASK64, Model, Workload, check_range, register_workload
@@ -23,12 +23,16 @@ SIGN = 1 << 63
 
 @dataclass(frozen=True)
 class BankParams:
-    accounts: int = param(16, "accounts", "number of accounts (one lock each)")
+    accounts: int = param(16, "accounts", "number of accounts (one lock each; 2..2**18)")
     initial: int = param(100, "units", "initial balance of every account")
     max_amount: int = param(60, "units", "transfers move 1..max_amount units")
 
     def __post_init__(self) -> None:
+        label = "workload 'bank': parameter "
+        check_types(self, label)
         check_range("bank", "accounts", self.accounts, 2)
+        check_most(label, "accounts", self.accounts, 1 << 18,
+                   "use at most 2**18 = 262144 accounts (each has a lock, a SimPy resource)")
         check_range("bank", "initial", self.initial, 0, 1 << 40)
         check_range("bank", "max_amount", self.max_amount, 1, 1 << 40)
 

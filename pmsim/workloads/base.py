@@ -13,11 +13,18 @@ by txid, so the reference model can replay exactly the transactions a crash left
 
 Parameters are a frozen dataclass per workload (``Params``) declared with
 :func:`pmsim.config.param`; bad names or values raise :class:`~pmsim.errors.ConfigError`.
+
+Every entry point (``Session.create``, ``run_experiment``, ``crashfuzz.fuzz``, the CLIs) takes
+a workload as a registered name, an import path (``"my_list.py:LinkedList"``,
+``"pkg.mod:LinkedList"``), a Workload subclass or an instance (:func:`build_workload`). A name
+or class is built with the run's threads, seed and parameters; an instance is used as built,
+and parameters given beside it must name its fields and agree with its values. The contract
+a workload implements is documented in docs/workloads.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Hashable, Iterable, Mapping
+from collections.abc import Callable, Generator, Hashable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, get_type_hints
 
@@ -26,6 +33,7 @@ import numpy as np
 from ..errors import ConfigError, PmsimError, unknown
 from ..runtimes.base import Runtime
 from ..runtimes.layout import PMSpec
+from ..usercode import candidates, import_path, is_file_path, is_import_path, load_attr
 
 MASK64 = (1 << 64) - 1
 
@@ -45,6 +53,28 @@ class NoParams:
     """A workload without parameters."""
 
 
+def _from_text(text: str, tp: type, what: str) -> Any:
+    """A CLI string as an int (exactly: '8', '8.0', '1e3'; never '2.7'), float or bool."""
+    t = text.strip()
+    if tp is bool:
+        if t.lower() in ("1", "true", "yes"):
+            return True
+        if t.lower() in ("0", "false", "no"):
+            return False
+        raise ConfigError(f"{what} is not a boolean; use true or false")
+    try:
+        return int(t) if tp is int else float(t)
+    except ValueError:
+        pass
+    try:
+        f = float(t)
+    except ValueError:
+        raise ConfigError(f"{what} is not a valid {tp.__name__}") from None
+    if not f.is_integer():
+        raise ConfigError(f"{what} is not an integer; use a whole number")
+    return int(f)
+
+
 def make_params(cls: type, values: Mapping[str, Any], workload: str) -> Any:
     """Build a params dataclass, converting CLI strings to the declared field types."""
     hints = get_type_hints(cls)
@@ -52,15 +82,12 @@ def make_params(cls: type, values: Mapping[str, Any], workload: str) -> Any:
     kw: dict[str, Any] = {}
     for key, v in values.items():
         if key not in names:
+            if not names:
+                raise ConfigError(f"workload {workload!r} takes no parameters, got {key}={v!r}")
             raise unknown(f"{workload} parameter", key, names)
         tp = hints[key]
         if isinstance(v, str) and tp in (int, float, bool):
-            try:
-                v = tp(float(v)) if tp is int and "." in v else (v.lower() in ("1", "true", "yes")
-                                                                   if tp is bool else tp(v))
-            except ValueError:
-                raise ConfigError(f"workload {workload!r}: parameter {key}={v!r} is not a valid "
-                                  f"{tp.__name__}") from None
+            v = _from_text(v, tp, f"workload {workload!r}: parameter {key}={v!r}")
         if tp is float and isinstance(v, int):
             v = float(v)
         if tp is int and (not isinstance(v, int) or isinstance(v, bool)):
@@ -82,6 +109,9 @@ class Workload:
     name: ClassVar[str] = ""
     Params: ClassVar[type] = NoParams
     help: ClassVar[str] = ""
+    fuzz_params: ClassVar[Mapping[str, Any]] = {}
+    """Small parameters the crash fuzzer uses unless FuzzConfig.params says otherwise (small
+    transactions keep every crash point's state space enumerable); inherited by subclasses."""
 
     def __init__(self, threads: int = 1, seed: int = 0, txs: int | None = None,
                  **params: Any) -> None:
@@ -186,10 +216,132 @@ def register_workload(cls: type[Workload]) -> type[Workload]:
     return cls
 
 
-def get_workload(name: str) -> type[Workload]:
+def _is_workload_class(obj: Any) -> bool:
+    return isinstance(obj, type) and issubclass(obj, Workload) and obj is not Workload
+
+
+def get_workload(name: str | type[Workload]) -> type[Workload]:
+    """The workload class registered as ``name``, loaded from an import path
+    (``"my_list.py:LinkedList"``, ``"pkg.mod:LinkedList"``), or given (a Workload subclass)."""
     from . import alloc_x, array, bank, kv  # noqa: F401  (registration side effects)
 
-    try:
-        return WORKLOADS[name]
-    except KeyError:
-        raise unknown("workload", name, WORKLOADS) from None
+    if _is_workload_class(name):
+        return name  # type: ignore[return-value]
+    if not isinstance(name, str):
+        what = f"a {type(name).__name__} instance" if isinstance(name, Workload) else repr(name)
+        raise ConfigError(f"get_workload takes a registered name, an import path "
+                          f"'file.py:Class' or a Workload subclass, not {what}")
+    cls = WORKLOADS.get(name)
+    if cls is not None:
+        return cls
+    if not is_import_path(name):
+        if name.endswith(".py") and is_file_path(name):
+            found = candidates(name, _is_workload_class)
+            raise ConfigError(f"{name}: name the workload after a colon, e.g. '{name}:"
+                              f"{found[0] if found else 'Name'}'"
+                              + (f" (it defines {', '.join(found)})" if found else
+                                 " (it defines no Workload subclass)"))
+        raise unknown("workload", name, WORKLOADS)
+    obj = load_attr(name, "workload", WORKLOADS)
+    if isinstance(obj, Workload):
+        raise ConfigError(f"{name} is a {type(obj).__name__} instance; name its class "
+                          f"({type(obj).__name__}) and pass parameters separately")
+    if not _is_workload_class(obj):
+        raise ConfigError(f"{name} is {obj!r}, not a workload: name a subclass of "
+                          "pmsim.workloads.Workload")
+    return obj  # type: ignore[no-any-return]
+
+
+WorkloadArg = str | type[Workload] | Workload | Callable[..., Workload]
+"""A workload as the entry points take it: a name, an import path, a class, an instance or a
+factory called with ``threads=, seed=, txs=, **params``."""
+
+
+def registered_name(cls: type[Workload]) -> str | None:
+    """The name ``cls`` is registered under, if it is registered under its ``name``."""
+    get_workload("array")  # the built-in registrations
+    return cls.name if cls.name and WORKLOADS.get(cls.name) is cls else None
+
+
+def fuzz_defaults(cls: type[Workload], table: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The small fuzzing parameters of ``cls``, restricted to the parameters it takes: along
+    its MRO, the first class that sets ``fuzz_params`` gives them, or the first registered
+    under its name gives ``table[name]`` (crashfuzz.FUZZ_PARAMS; none if absent). So a class
+    gets what its registered name gets, and an unregistered subclass what its parent gets."""
+    own = {f.name for f in fields(cls.Params)}
+    for c in cls.__mro__:
+        if not (isinstance(c, type) and issubclass(c, Workload)) or c is Workload:
+            break
+        if "fuzz_params" in c.__dict__:
+            found: Mapping[str, Any] = c.fuzz_params
+        elif registered_name(c):
+            found = table.get(c.name, {})
+        else:
+            continue
+        return {k: v for k, v in found.items() if k in own}
+    return {}
+
+
+def build_workload(workload: WorkloadArg, threads: int = 1, seed: int = 0,
+                   txs: int | None = None, params: Mapping[str, Any] | None = None,
+                   defaults: Mapping[str, Any] | None = None) -> Workload:
+    """A workload instance from any form the entry points accept.
+
+    A name, import path or class is built with ``threads``, ``seed``, ``txs`` and ``defaults``
+    overridden by ``params``; an unknown parameter is a ConfigError listing the known ones. An
+    instance is returned as built (``defaults`` do not apply): ``params`` given beside it must
+    name its fields and equal its values, and its threads must equal ``threads``. A factory
+    (any other callable) is called like a class and must return a Workload.
+    """
+    params = dict(params or {})
+    if isinstance(workload, Workload):
+        _check_instance(workload, threads, params)
+        return workload
+    if isinstance(workload, str) or isinstance(workload, type):
+        cls = get_workload(workload)
+        return cls(threads=threads, seed=seed, txs=txs, **{**dict(defaults or {}), **params})
+    if callable(workload):
+        wl = workload(threads=threads, seed=seed, txs=txs, **params)
+        if not isinstance(wl, Workload):
+            raise ConfigError(f"the workload factory {workload!r} returned {wl!r}, not a Workload")
+        return wl
+    raise ConfigError(f"a workload is a registered name, an import path 'file.py:Class', a "
+                      f"Workload subclass or instance, not {workload!r}")
+
+
+def _check_instance(wl: Workload, threads: int, params: Mapping[str, Any]) -> None:
+    label = wl.name or type(wl).__name__
+    if wl.threads != threads:
+        raise ConfigError(f"the {label} workload instance was built for {wl.threads} thread(s) "
+                          f"but the run has {threads}; build it with threads={threads} or pass "
+                          "its class or name instead")
+    if not params:
+        return
+    current = {f.name: getattr(wl.p, f.name) for f in fields(wl.p)}
+    given = make_params(type(wl.p), {**current, **params}, label)
+    bad = {k: (getattr(wl.p, k), getattr(given, k)) for k in params
+           if getattr(wl.p, k) != getattr(given, k)}
+    if bad:
+        detail = ", ".join(f"{k}={new!r} (the instance has {old!r})" for k, (old, new) in bad.items())
+        raise ConfigError(f"parameters {detail} disagree with the {label} workload instance; "
+                          "parameters apply when the workload is built: pass its class or name "
+                          "with the parameters, or build the instance with them")
+
+
+def non_default_params(wl: Workload) -> dict[str, Any]:
+    """The parameters of ``wl`` that differ from its Params defaults."""
+    default = type(wl.p)()
+    return {f.name: getattr(wl.p, f.name) for f in fields(wl.p)
+            if getattr(wl.p, f.name) != getattr(default, f.name)}
+
+
+def reference(cls: type[Workload]) -> tuple[str | None, str]:
+    """``(string, "")`` with which :func:`get_workload` finds ``cls`` in a fresh process (its
+    registered name for pmsim's own workloads, else its import path), or ``(None, why)``."""
+    name = registered_name(cls)
+    if name and cls.__module__.startswith("pmsim."):
+        return name, ""
+    path, why = import_path(cls)
+    if path is None and name:
+        return name, ""
+    return path, why

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..config import param
+from ..config import check_most, check_types, param
 from ..errors import PmsimError
 from ..runtimes.base import Runtime
 from ..runtimes.layout import PMSpec, StaticArray
@@ -25,13 +25,19 @@ NODE = 3  # key, value, next
 
 @dataclass(frozen=True)
 class KVParams:
-    buckets: int = param(16, "buckets", "hash-table buckets (one lock each)")
-    keys: int = param(64, "keys", "key space: keys are 1..keys")
+    buckets: int = param(16, "buckets", "hash-table buckets (one lock each; at most 2**18)")
+    keys: int = param(64, "keys", "key space: keys are 1..keys (at most 2**24)")
     get_pct: float = param(50.0, "%", "share of gets")
     put_pct: float = param(40.0, "%", "share of puts (the rest are deletes)")
 
     def __post_init__(self) -> None:
+        label = "workload 'kv': parameter "
+        check_types(self, label)
         check_range("kv", "buckets", self.buckets, 1)
+        check_most(label, "buckets", self.buckets, 1 << 18,
+                   "use at most 2**18 = 262144 buckets (each has a lock, a SimPy resource)")
+        check_most(label, "keys", self.keys, 1 << 24,
+                   "use at most 2**24 = 16777216 keys (the heap holds a node per key)")
         check_range("kv", "keys", self.keys, 1)
         check_range("kv", "get_pct", self.get_pct, 0, 100)
         check_range("kv", "put_pct", self.put_pct, 0, 100 - self.get_pct)

@@ -19,8 +19,8 @@ import numpy as np
 
 from ..config import MachineConfig
 from ..machine import Machine
-from ..runtimes import Runtime, RuntimeCosts, fit_pm, get_runtime
-from .base import Workload, get_workload
+from ..runtimes import Mutant, Runtime, RuntimeCosts, fit_pm, get_runtime
+from .base import Workload, WorkloadArg, build_workload
 
 
 @dataclass
@@ -41,16 +41,21 @@ class Session:
         self.workload = workload
 
     @classmethod
-    def create(cls, runtime: str, workload: str | Workload, config: MachineConfig | None = None,
-               threads: int = 1, seed: int = 0, txs: int | None = None,
-               params: Mapping[str, Any] | None = None, costs: RuntimeCosts | None = None,
-               backend: str | None = None, fit: bool = True, compact: bool = False) -> Session:
+    def create(cls, runtime: str | type[Runtime] | Mutant, workload: WorkloadArg,
+               config: MachineConfig | None = None, threads: int = 1, seed: int = 0,
+               txs: int | None = None, params: Mapping[str, Any] | None = None,
+               costs: RuntimeCosts | None = None, backend: str | None = None, fit: bool = True,
+               compact: bool = False) -> Session:
         """Build the machine (PM grown to fit the layout when ``fit``; cut down to it when
         ``compact``, which keeps crash images small), format the runtime and set the workload
-        up. ``txs`` (per thread) lets the layout size the COW heap."""
+        up. ``txs`` (per thread) lets the layout size the COW heap.
+
+        ``runtime``: a registered name, an import path ``"file.py:Class"``, a Runtime subclass
+        or a Mutant. ``workload``: a name, an import path, a Workload subclass (built with
+        ``threads``, ``seed``, ``txs`` and ``params``) or an instance (used as built; ``params``
+        must agree with it, see :func:`~.base.build_workload`)."""
         rt_cls = get_runtime(runtime)
-        wl = workload if isinstance(workload, Workload) else get_workload(workload)(
-            threads=threads, seed=seed, txs=txs, **dict(params or {}))
+        wl = build_workload(workload, threads=threads, seed=seed, txs=txs, params=params)
         cfg = config or MachineConfig()
         if cfg.cores < threads:
             cfg = cfg.replace(cores=threads)

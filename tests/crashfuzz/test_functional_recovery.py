@@ -33,8 +33,10 @@ def counts(rep: Report) -> dict[str, Any]:
 
 
 def findings(rep: Report) -> list[dict[str, Any]]:
-    """Every field of every failure, the image as bytes."""
-    return [{**{f.name: getattr(x, f.name) for f in dataclasses.fields(x) if f.name != "image"},
+    """Every field of every failure but the config that reproduces it (which names the
+    recovery machine), the image as bytes."""
+    return [{**{f.name: getattr(x, f.name) for f in dataclasses.fields(x)
+                if f.name not in ("image", "config")},
              "image": x.image.tobytes()} for x in rep.failures]
 
 

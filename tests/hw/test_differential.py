@@ -390,11 +390,14 @@ def test_run_batch_rejects_other_dtypes() -> None:
 
 
 def test_out_of_range_values_raise_before_any_change() -> None:
-    c = c_engine(tiny())
+    py, c = PyEngine(tiny()), c_engine(tiny())
     before = snapshot(c)
-    for bad in (-1, 1 << 64):
-        with pytest.raises(OverflowError):
+    for bad in (-1, 1 << 64, 1.5, "5"):
+        with pytest.raises(ConfigError) as want:
+            py.store(0, PM_BASE, bad)
+        with pytest.raises(ConfigError) as got:
             c.store(0, PM_BASE, bad)
+        assert str(got.value) == str(want.value)
     assert_same(snapshot(c), before)
 
 

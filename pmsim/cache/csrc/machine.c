@@ -621,10 +621,15 @@ static int do_rmw(pm_machine *m, int tid, uint64_t addr, int has_expected, uint6
     return 0;
 }
 
+/* The most one work() may charge, in ns (reference.MAX_WORK_NS). */
+#define PM_MAX_WORK_NS 1e12
+
 static inline int do_work(pm_machine *m, int tid, double ns)
 {
     if (bad_tid(m, tid))
         return PM_ERR_TID;
+    if (!(ns >= 0.0 && ns <= PM_MAX_WORK_NS)) /* also rejects NaN */
+        return PM_ERR_VALUE;
     if (!m->cfg.timed)
         return 0;
     pm_stats *st = &m->st[tid];

@@ -23,7 +23,8 @@ enum {
     PM_ERR_ADDR = 1,   /* unaligned, or outside every region */
     PM_ERR_TID = 2,    /* thread id out of range */
     PM_ERR_OP = 3,     /* unknown batch op code */
-    PM_ERR_NOMEM = 4   /* the trace could not grow */
+    PM_ERR_NOMEM = 4,  /* the trace could not grow */
+    PM_ERR_VALUE = 5   /* pm_work: ns negative, not finite or above PM_MAX_WORK_NS */
 };
 
 typedef struct pm_config {
@@ -99,6 +100,7 @@ int pm_mfence(pm_machine *m, int tid);
 int pm_pcommit(pm_machine *m, int tid);
 uint64_t pm_cas(pm_machine *m, int tid, uint64_t addr, uint64_t expected, uint64_t value);
 uint64_t pm_xchg(pm_machine *m, int tid, uint64_t addr, uint64_t value);
+/* ns in [0, 1e12] (reference.MAX_WORK_NS), else PM_ERR_VALUE and no change. */
 int pm_work(pm_machine *m, int tid, double ns);
 int pm_mark(pm_machine *m, int tid, uint32_t code, uint64_t value);
 int pm_persist_barrier(pm_machine *m, int tid);

@@ -1,0 +1,485 @@
+"""Experiments and claims as data, and the scoreboard that checks a paper's claims.
+
+* An :class:`Experiment` is a named sweep: a workload on runtimes x machine presets x threads
+  x parameter axes, at the paper's scale or at a ``quick`` scale that keeps the shape (fewer
+  transactions, fewer axis values). :meth:`Experiment.points` lists its points;
+  :func:`measure` runs one (a module-level function, so :func:`~.sweep.run_sweep` can ship it
+  to worker processes or Dask).
+* A :class:`Claim` is what the paper reports (``says``), the criterion pmsim applies
+  (``test``), the experiments it reads and a predicate over their rows returning a
+  :class:`Finding`: the verdict, a measured summary and, for every "differs", one sentence
+  saying why. Claims the model cannot reach have ``status="out of reach"`` and a reason.
+* A :class:`Paper` holds its experiments and claims; papers register with
+  :func:`register_paper` (one module per paper under ``pmsim/experiments/papers/``).
+* :func:`scoreboard` evaluates every claim of a paper on measured rows.
+
+Tolerances are uniform (see :func:`about`, :func:`same`, :func:`band`): the scoreboard says
+what each claim was tested against, so a reader can judge the criterion as well as the verdict.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import itertools
+import math
+import statistics
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Literal
+
+from ..errors import ConfigError, PmsimError, unknown
+from .plots import Figure
+
+Verdict = Literal["holds", "differs", "not modelled", "not run"]
+VERDICTS: tuple[str, ...] = ("holds", "differs", "not modelled", "not run")
+Status = Literal["reproducible", "qualitative", "out of reach"]
+STATUSES: tuple[str, ...] = ("reproducible", "qualitative", "out of reach")
+
+POINT_KEYS = ("paper", "experiment", "runtime", "workload", "preset", "threads", "txs", "warmup",
+              "seed", "params", "machine")
+ROW_KEYS = frozenset(("paper", "experiment", "preset", "warmup", "runtime", "workload", "domain",
+                      "threads", "txs", "commits", "aborts", "sim_ns", "throughput", "lat_p50",
+                      "lat_p90", "lat_p99", "pb_per_tx", "flush_per_tx", "fence_per_tx",
+                      "pm_bytes_per_tx", "wall_s", "params", "seed", "backend", "version",
+                      "tx_per_wall_s", "config"))
+"""Columns a row has besides the workload parameters (which must not reuse these names)."""
+
+
+# -- tolerances ---------------------------------------------------------------------------------
+
+TOLERANCE = 1.5
+"""A claimed excess over 1 (``~1.25x`` = +25%, ``~50x`` = +4900%) holds within this factor."""
+SAME = 0.10
+"""Two quantities the paper calls equal (≈) may differ by this fraction."""
+
+
+def about(target: float) -> tuple[float, float]:
+    """The accepted interval of a ratio the paper gives as ``~target``: its excess over 1
+    within a factor :data:`TOLERANCE` (``~2x`` -> [1.67, 2.5], ``~1.25`` -> [1.17, 1.375])."""
+    e = target - 1
+    return 1 + e / TOLERANCE, 1 + e * TOLERANCE
+
+
+def band(lo: float, hi: float) -> tuple[float, float]:
+    """The accepted interval of a ratio the paper gives as a range ``lo``-``hi``: the excess
+    of each end over 1 widened by :data:`TOLERANCE` (1.2-1.3 -> [1.13, 1.45])."""
+    return 1 + (lo - 1) / TOLERANCE, 1 + (hi - 1) * TOLERANCE
+
+
+def same(a: float, b: float, tol: float = SAME) -> bool:
+    """Whether ``a`` ≈ ``b``: within ``tol`` of each other, relative to the larger."""
+    return abs(a - b) <= tol * max(abs(a), abs(b))
+
+
+def inside(v: float, interval: tuple[float, float]) -> bool:
+    return interval[0] <= v <= interval[1]
+
+
+def fmt_interval(interval: tuple[float, float]) -> str:
+    return f"[{interval[0]:.3g}, {interval[1]:.3g}]"
+
+
+# -- findings -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Finding:
+    """What a claim's predicate found: the verdict ("holds" or "differs"), a short summary of
+    the measured values, and for "differs" one sentence saying why."""
+
+    verdict: Verdict
+    measured: str
+    why: str = ""
+
+    def __post_init__(self) -> None:
+        if self.verdict not in ("holds", "differs"):
+            raise ConfigError(f"a predicate's verdict is 'holds' or 'differs', not "
+                              f"{self.verdict!r}")
+        if self.verdict == "differs" and not self.why.strip():
+            raise ConfigError(f"a 'differs' finding needs an explanation (measured: "
+                              f"{self.measured})")
+
+
+class Checks:
+    """Sub-checks of one claim: each records what was measured and, if it fails, why.
+    ``finding()`` holds only if every sub-check held; its explanation joins the reasons of
+    the failed ones into one sentence."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.failed: list[str] = []
+
+    def expect(self, ok: bool, measured: str, why: str) -> bool:
+        self.parts.append(measured + ("" if ok else " ✗"))
+        if not ok:
+            self.failed.append(why)
+        return ok
+
+    def note(self, measured: str) -> None:
+        self.parts.append(measured)
+
+    def finding(self) -> Finding:
+        measured = "; ".join(self.parts)
+        if not self.failed:
+            return Finding("holds", measured)
+        why = "; ".join(w.rstrip(".") for w in self.failed) + "."
+        return Finding("differs", measured, why[0].upper() + why[1:])
+
+
+class MissingRows(PmsimError):
+    """A claim needs rows that were not measured (its experiment was skipped or filtered)."""
+
+
+# -- rows ----------------------------------------------------------------------------------------
+
+class Rows(Sequence[dict[str, Any]]):
+    """Measured rows with selection helpers for predicates: ``rows.where(runtime="undo")``,
+    ``rows.get("lat_p50", runtime="undo", domain="pdom0", write_pct=100)``."""
+
+    def __init__(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        self._rows = [dict(r) for r in rows]
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._rows[i]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self._rows)
+
+    def where(self, **eq: Any) -> Rows:
+        """The rows whose columns equal the given values (a tuple or set value: any of them)."""
+        def ok(r: dict[str, Any]) -> bool:
+            for k, v in eq.items():
+                have = r.get(k)
+                if isinstance(v, tuple | set | frozenset | list):
+                    if have not in v:
+                        return False
+                elif have != v:
+                    return False
+            return True
+
+        return Rows(r for r in self._rows if ok(r))
+
+    def values(self, col: str) -> list[Any]:
+        """The distinct values of ``col``, sorted."""
+        vals = {r[col] for r in self._rows if r.get(col) is not None}
+        return sorted(vals)
+
+    def get(self, metric: str, **eq: Any) -> float:
+        """``metric`` averaged over the matching rows (repeats of a point); MissingRows if none
+        match."""
+        sel = self.where(**eq)
+        if not sel:
+            what = ", ".join(f"{k}={v}" for k, v in eq.items())
+            raise MissingRows(f"no measured row with {what}")
+        return float(statistics.fmean(float(r[metric]) for r in sel))
+
+    def series(self, x: str, metric: str, **eq: Any) -> list[tuple[Any, float]]:
+        """``[(x, metric)]`` sorted by x over the matching rows (repeats averaged)."""
+        sel = self.where(**eq)
+        if not sel:
+            what = ", ".join(f"{k}={v}" for k, v in eq.items())
+            raise MissingRows(f"no measured row with {what}")
+        return [(xv, sel.get(metric, **{x: xv})) for xv in sel.values(x)]
+
+
+# -- experiments ---------------------------------------------------------------------------------
+
+Axis = tuple[str, tuple[Any, ...]]
+
+
+def _pairs(value: Any, what: str) -> tuple[tuple[str, Any], ...]:
+    if isinstance(value, Mapping):
+        return tuple((str(k), v) for k, v in value.items())
+    try:
+        out = tuple((str(k), v) for k, v in value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{what}: expected a mapping or (name, value) pairs, got {value!r}") \
+            from None
+    return out
+
+
+def _axes(value: Any, what: str) -> tuple[Axis, ...]:
+    out = []
+    for name, vals in _pairs(value, what):
+        vals = tuple(vals) if isinstance(vals, list | tuple) else (vals,)
+        if not vals:
+            raise ConfigError(f"{what}: axis {name!r} has no values")
+        out.append((name, vals))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A named sweep of ``workload`` over ``runtimes`` x ``presets`` x ``threads`` x the
+    ``axes`` (workload parameters; an axis value that is a mapping sets several parameters
+    at once), with the fixed workload ``params`` and machine overrides ``machine``
+    (``{"pm.read_ns": 200}``). ``quick_*`` give the quick scale: fewer transactions and,
+    per axis, fewer values (the same shape). ``figures`` are drawn from its rows."""
+
+    name: str
+    title: str
+    workload: str
+    runtimes: tuple[str, ...]
+    presets: tuple[str, ...]
+    axes: tuple[Axis, ...] = ()
+    params: tuple[tuple[str, Any], ...] = ()
+    machine: tuple[tuple[str, Any], ...] = ()
+    threads: tuple[int, ...] = (1,)
+    txs: int = 1000
+    warmup: int = 100
+    seed: int = 1
+    quick_axes: tuple[Axis, ...] = ()
+    quick_threads: tuple[int, ...] = ()
+    quick_txs: int = 100
+    quick_warmup: int = 10
+    figures: tuple[Figure, ...] = ()
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "axes", _axes(self.axes, f"experiment {self.name!r} axes"))
+        set_(self, "quick_axes", _axes(self.quick_axes, f"experiment {self.name!r} quick_axes"))
+        set_(self, "params", _pairs(self.params, f"experiment {self.name!r} params"))
+        set_(self, "machine", _pairs(self.machine, f"experiment {self.name!r} machine"))
+        for name in ("runtimes", "presets", "threads", "quick_threads", "figures"):
+            set_(self, name, tuple(getattr(self, name)))
+        if not self.name or not self.runtimes or not self.presets or not self.threads:
+            raise ConfigError(f"experiment {self.name!r} needs a name, runtimes, presets and "
+                              "threads")
+        axis_names = {n for n, _ in self.axes}
+        extra = {n for n, _ in self.quick_axes} - axis_names
+        if extra:
+            raise ConfigError(f"experiment {self.name!r}: quick_axes {sorted(extra)} are not "
+                              f"axes (axes: {sorted(axis_names)})")
+        names = axis_names | {n for n, _ in self.params}
+        for _, vals in self.axes:
+            for v in vals:
+                if isinstance(v, Mapping):
+                    names |= set(v)
+        clash = names & ROW_KEYS
+        if clash:
+            raise ConfigError(f"experiment {self.name!r}: parameters {sorted(clash)} reuse row "
+                              "column names; rename them")
+        for n in ("txs", "quick_txs"):
+            if getattr(self, n) < 1:
+                raise ConfigError(f"experiment {self.name!r}: {n} must be >= 1")
+
+    def points(self, quick: bool = False, scale: float = 1.0, paper: str = "") -> list[dict[str, Any]]:
+        """Every point (a JSON-ready dict for :func:`measure`) at the full or quick scale;
+        ``scale`` multiplies the transactions of each point (at least 1 stays)."""
+        if not (isinstance(scale, int | float) and math.isfinite(scale) and scale > 0):
+            raise ConfigError(f"scale must be a number > 0, got {scale!r}")
+        axes = dict(self.axes)
+        if quick:
+            axes.update(dict(self.quick_axes))
+        threads = self.quick_threads if quick and self.quick_threads else self.threads
+        txs = max(1, round((self.quick_txs if quick else self.txs) * scale))
+        warmup = max(0, round((self.quick_warmup if quick else self.warmup) * scale))
+        out = []
+        for pre in self.presets:
+            for rt in self.runtimes:
+                for th in threads:
+                    for combo in itertools.product(*axes.values()):
+                        params = dict(self.params)
+                        for name, v in zip(axes, combo, strict=True):
+                            if isinstance(v, Mapping):
+                                params.update(v)
+                            else:
+                                params[name] = v
+                        out.append({"paper": paper, "experiment": self.name, "runtime": rt,
+                                    "workload": self.workload, "preset": pre, "threads": th,
+                                    "txs": txs, "warmup": warmup, "seed": self.seed,
+                                    "params": params, "machine": dict(self.machine)})
+        return out
+
+
+def measure(point: Mapping[str, Any]) -> dict[str, Any]:
+    """Run one point (see :meth:`Experiment.points`) and return its row: the point's labels,
+    the workload parameters as columns, and the figures of
+    :func:`~pmsim.experiments.run.run_experiment` (per-thread ``txs`` measured after
+    ``warmup``)."""
+    from ..presets import preset
+    from .run import run_experiment
+
+    missing = [k for k in ("runtime", "workload", "preset") if k not in point]
+    if missing:
+        raise ConfigError(f"point {dict(point)!r} lacks {missing}")
+    threads = int(point.get("threads", 1))
+    cfg = preset(point["preset"]).replace(cores=threads, **dict(point.get("machine") or {}))
+    params = dict(point.get("params") or {})
+    r = run_experiment(point["runtime"], point["workload"], cfg, threads=threads,
+                       txs=int(point.get("txs", 100)), warmup=int(point.get("warmup", 0)),
+                       seed=point.get("seed"), params=params)
+    gc.collect()  # the run's machine sits in reference cycles with its big arrays: free it now
+    row = r.row()
+    row.pop("params", None)
+    labels = {"paper": point.get("paper", ""), "experiment": point.get("experiment", ""),
+              "preset": point["preset"], "warmup": int(point.get("warmup", 0))}
+    return {**labels, **row, **params}
+
+
+# -- claims and papers ---------------------------------------------------------------------------
+
+Predicate = Callable[[Rows], Finding]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A claim of a paper: ``id`` ("M4"), where it is (``source``, "Fig. 5c"), what the paper
+    reports (``says``), the criterion pmsim applies (``test``), the ``experiments`` whose rows
+    the ``check`` reads, and its ``status``. An "out of reach" claim has no check and says
+    why in ``reason``."""
+
+    id: str
+    source: str
+    says: str
+    test: str = ""
+    experiments: tuple[str, ...] = ()
+    check: Predicate | None = None
+    status: Status = "reproducible"
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "experiments", tuple(self.experiments))
+        if self.status not in STATUSES:
+            raise ConfigError(f"claim {self.id}: status {self.status!r} is not one of "
+                              f"{', '.join(STATUSES)}")
+        if self.status == "out of reach":
+            if self.check is not None or not self.reason:
+                raise ConfigError(f"claim {self.id} is out of reach: give a reason and no check")
+        elif self.check is None or not self.experiments or not self.test:
+            raise ConfigError(f"claim {self.id} ({self.status}) needs a check, a test and the "
+                              "experiments it reads")
+
+    def evaluate(self, rows: Rows) -> dict[str, Any]:
+        """The scoreboard row of this claim on ``rows`` (all of a paper's rows)."""
+        base = {"claim": self.id, "status": self.status, "source": self.source,
+                "says": self.says, "test": self.test or "-"}
+        if self.check is None:
+            return {**base, "measured": "-", "verdict": "not modelled",
+                    "explanation": self.reason}
+        mine = rows.where(experiment=tuple(self.experiments))
+        try:
+            f = self.check(mine)
+        except MissingRows as e:
+            return {**base, "measured": "-", "verdict": "not run",
+                    "explanation": f"{e}: run experiments {', '.join(self.experiments)}"}
+        return {**base, "measured": f.measured, "verdict": f.verdict, "explanation": f.why}
+
+
+@dataclass(frozen=True)
+class Paper:
+    """A paper: its experiments and claims, and where its spec card is."""
+
+    name: str
+    title: str
+    citation: str
+    card: str
+    experiments: tuple[Experiment, ...]
+    claims: tuple[Claim, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "experiments", tuple(self.experiments))
+        object.__setattr__(self, "claims", tuple(self.claims))
+        names = [e.name for e in self.experiments]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"paper {self.name!r}: experiment names repeat: {names}")
+        ids = [c.id for c in self.claims]
+        if len(set(ids)) != len(ids):
+            raise ConfigError(f"paper {self.name!r}: claim ids repeat: {ids}")
+        for c in self.claims:
+            bad = set(c.experiments) - set(names)
+            if bad:
+                raise ConfigError(f"paper {self.name!r}: claim {c.id} reads unknown experiments "
+                                  f"{sorted(bad)} (known: {', '.join(names)})")
+
+    def experiment(self, name: str) -> Experiment:
+        for e in self.experiments:
+            if e.name == name:
+                return e
+        raise unknown(f"{self.name} experiment", name, [e.name for e in self.experiments])
+
+    def points(self, quick: bool = False, scale: float = 1.0,
+               only: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """The points of its experiments (``only``: those named)."""
+        exps = [self.experiment(n) for n in only] if only else list(self.experiments)
+        return [p for e in exps for p in e.points(quick, scale, self.name)]
+
+
+PAPERS: dict[str, Paper] = {}
+"""Registered papers by name."""
+
+
+def register_paper(obj: Paper | ModuleType | str) -> Paper:
+    """Register a paper: a :class:`Paper`, a module defining ``PAPER``, or the import name
+    of such a module. Returns the paper."""
+    if isinstance(obj, str):
+        obj = importlib.import_module(obj)
+    if isinstance(obj, ModuleType):
+        paper = getattr(obj, "PAPER", None)
+        if not isinstance(paper, Paper):
+            raise ConfigError(f"module {obj.__name__} defines no PAPER = Paper(...)")
+        obj = paper
+    if not isinstance(obj, Paper):
+        raise ConfigError(f"register_paper takes a Paper, a module or a module name, not {obj!r}")
+    PAPERS[obj.name] = obj
+    return obj
+
+
+def _load_builtin() -> None:
+    from .papers import BUILTIN
+
+    for name in BUILTIN:
+        importlib.import_module(f"{__package__}.papers.{name}")
+
+
+def get_paper(name: str) -> Paper:
+    """The registered paper ``name`` (the built-in ones loaded first)."""
+    _load_builtin()
+    try:
+        return PAPERS[name]
+    except KeyError:
+        raise unknown("paper", name, PAPERS) from None
+
+
+def paper_names() -> list[str]:
+    _load_builtin()
+    return list(PAPERS)
+
+
+# -- running and scoring -------------------------------------------------------------------------
+
+def run_points(points: Sequence[Mapping[str, Any]], fn: Callable[[dict[str, Any]], dict[str, Any]]
+               = measure, label: str = "experiments", **sweep: Any) -> list[dict[str, Any]]:
+    """Rows of ``fn`` over ``points`` via :func:`~.sweep.run_sweep` (``sweep``: its options;
+    an empty list of points gives no rows)."""
+    if not points:
+        return []
+    from .sweep import run_sweep
+
+    return run_sweep(fn, list(points), label=label, **sweep)
+
+
+def scoreboard(paper: Paper, rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per claim of ``paper``, evaluated on ``rows`` (rows of other papers or
+    experiments are ignored): claim, status, source, says, test, measured, verdict,
+    explanation."""
+    mine = Rows(r for r in rows if r.get("paper", paper.name) == paper.name)
+    return [{"paper": paper.name, **c.evaluate(mine)} for c in paper.claims]
+
+
+def tally(board: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """How many claims got each verdict."""
+    out = dict.fromkeys(VERDICTS, 0)
+    for r in board:
+        out[r["verdict"]] = out.get(r["verdict"], 0) + 1
+    return out
+
+
+__all__ = ["Checks", "Claim", "Experiment", "Finding", "MissingRows", "PAPERS", "Paper", "Rows",
+           "about", "band", "get_paper", "inside", "measure", "paper_names",
+           "register_paper", "run_points", "same", "scoreboard", "tally"]

@@ -1,0 +1,39 @@
+"""Figures: PNG and PDF from rows, one panel per domain, a colour-blind-safe palette."""
+
+from __future__ import annotations
+
+import pytest
+
+from pmsim.errors import ConfigError
+from pmsim.experiments.plots import OKABE_ITO, Figure, draw, style
+
+ROWS = [{"runtime": rt, "domain": d, "write_pct": wp, "lat_p50": 1000.0 * (i + 1) * (1 + wp / 100),
+         "pm_bytes_per_tx": 64.0 * (i + 1)}
+        for i, rt in enumerate(("undo", "undo-2pb", "redo", "cow"))
+        for d in ("pdom0", "pdom2") for wp in (0, 50, 100)]
+
+
+def test_draw_writes_png_and_pdf(tmp_path) -> None:
+    fig = Figure("lat", "Latency", x="write_pct", y="lat_p50", xlabel="writes (%)",
+                 ylabel="latency (µs)", yscale=1e-3)
+    files = draw(fig, ROWS, tmp_path)
+    assert [f.name for f in files] == ["lat.png", "lat.pdf"]
+    assert files[0].read_bytes()[:4] == b"\x89PNG" and files[1].read_bytes()[:4] == b"%PDF"
+    bars = Figure("pm", "PM writes", x="write_pct", y="pm_bytes_per_tx", xlabel="writes (%)",
+                  ylabel="PM bytes / undo's", kind="bar", normalise="undo")
+    assert len(draw(bars, ROWS, tmp_path, formats=("png",))) == 1
+    assert draw(Figure("none", "t", "x", "y", "x", "y", where={"domain": "pdom9"}), ROWS,
+                tmp_path) == []
+
+
+def test_palette_and_variant_styles() -> None:
+    assert OKABE_ITO[:3] == ("#E69F00", "#56B4E9", "#009E73")
+    s = style(["undo", "undo-2pb", "redo", "cow", "undo-eager"])
+    assert s["undo"]["color"] == s["undo-2pb"]["color"] == s["undo-eager"]["color"]
+    assert len({s["undo"]["linestyle"], s["undo-2pb"]["linestyle"], s["undo-eager"]["linestyle"]}) == 3
+    assert len({s[n]["color"] for n in ("undo", "redo", "cow")}) == 3
+
+
+def test_bad_kind() -> None:
+    with pytest.raises(ConfigError, match="kind"):
+        Figure("f", "t", "x", "y", "x", "y", kind="pie")  # type: ignore[arg-type]

@@ -1,0 +1,116 @@
+"""`pmsim reproduce`, `pmsim compare` and `pmsim table`: outputs, re-rendering, exit 2 on bad
+input. The tiny end-to-end run uses --scale to shrink the quick experiments further."""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+
+import pytest
+
+from pmsim.cli import main
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> tuple:
+    out = tmp_path_factory.mktemp("reproduce")
+    md = out.parent / f"{out.name}-doc" / "results.md"
+    rc = main(["reproduce", "marathe", "--quick", "--scale", "0.1", "--only",
+               "array-slot4,alloc-x", "--out", str(out), "--markdown", str(md), "--jobs", "2",
+               "--no-progress"])
+    return rc, out, md
+
+
+def test_reproduce_writes_everything(tiny, capsys) -> None:
+    rc, out, md = tiny
+    assert rc == 0
+    doc = json.loads((out / "results.json").read_text())
+    rows = doc["papers"]["marathe"]
+    assert {r["experiment"] for r in rows} == {"array-slot4", "alloc-x"}
+    assert doc["meta"]["scale"] == "quick" and "--quick" in doc["meta"]["command"]
+    for name in ("scoreboard-marathe.md", "scoreboard-marathe.csv", "scoreboard-marathe.tex",
+                 "marathe-array-slot4.md", "marathe-alloc-x.tex", "rows-marathe.csv",
+                 "figures/fig5-array-slot4.png", "figures/fig5-array-slot4.pdf",
+                 "figures/fig6-alloc-x.png", "results.md"):
+        assert (out / name).stat().st_size > 0, name
+    board = {r["claim"]: r for r in csv.DictReader((out / "scoreboard-marathe.csv").open())}
+    assert board["M13"]["verdict"] == "holds"  # PB counts are exact even in tiny runs
+    assert board["M9a"]["verdict"] == "not run" and board["M10"]["verdict"] == "not modelled"
+    text = (out / "results.md").read_text()
+    assert "](figures/fig5-array-slot4.png)" in text and "| M13 |" in text
+    doc_text = md.read_text()
+    assert f"]({out.name}/figures/fig5-array-slot4.png)" in doc_text.replace("../", "")
+
+
+def test_table_rerenders_without_rerunning(tiny, capsys) -> None:
+    _, out, _ = tiny
+    capsys.readouterr()
+    assert main(["table", str(out), "--format", "csv"]) == 0
+    first = capsys.readouterr().out
+    assert first.splitlines()[0].startswith("claim,status,source,says,test,measured,verdict")
+    assert main(["table", str(out), "--what", "rows", "--experiment", "alloc-x", "--format",
+                 "md"]) == 0
+    assert "| undo-eager |" in capsys.readouterr().out
+    assert main(["table", str(out / "results.json"), "--format", "latex"]) == 0
+    assert r"\begin{tabular}" in capsys.readouterr().out
+    stamp = (out / "results.md").stat().st_mtime_ns
+    time.sleep(0.01)
+    assert main(["table", str(out), "--write"]) == 0
+    assert (out / "results.md").stat().st_mtime_ns > stamp
+
+
+def test_compare_prints_every_column(capsys, tmp_path) -> None:
+    dest = tmp_path / "u.csv"
+    assert main(["compare", "--runtimes", "undo,redo", "--workloads", "bank", "--domains",
+                 "pdom1", "--quick", "--txs", "10", "--format", "csv", "--out", str(dest),
+                 "--jobs", "1", "--no-progress"]) == 0
+    rows = list(csv.DictReader(dest.open()))
+    assert [r["runtime"] for r in rows] == ["undo", "redo"]
+    for col in ("throughput", "lat_p50", "lat_p90", "lat_p99", "pb_per_tx", "flush_per_tx",
+                "fence_per_tx", "pm_bytes_per_tx", "crash_fuzz", "mutants_killed"):
+        assert rows[0][col] != "", col
+    assert rows[0]["crash_fuzz"].startswith("clean")
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["reproduce", "marath"], "unknown paper 'marath'. Did you mean 'marathe'?"),
+    (["reproduce", "marathe", "--only", "fig9"], "unknown experiment 'fig9'"),
+    (["reproduce", "marathe", "--scale", "0"], "--scale"),
+    (["compare", "--runtimes", "undo,bogus"], "Known runtimes: cow"),
+    (["compare", "--workloads", "tpcc"], "Known workloads:"),
+    (["compare", "--domains", "pdom3"], "Known domains: pdom0, pdom1, pdom2"),
+    (["compare", "--machine", "x86"], "unknown machine 'x86'"),
+    (["compare", "--dask", "tcp://"], "Dask"),
+    (["table", "/nonexistent-pmsim-results"], "no saved results"),
+])
+def test_bad_input_exits_2(argv, msg, capsys) -> None:
+    assert main(argv) == 2
+    assert msg in capsys.readouterr().err
+
+
+def test_out_must_be_a_directory(tmp_path, capsys) -> None:
+    f = tmp_path / "file"
+    f.write_text("x")
+    assert main(["reproduce", "marathe", "--quick", "--out", str(f)]) == 2
+    assert "is a file" in capsys.readouterr().err
+    assert main(["table", str(f)]) == 2
+    assert "cannot read saved results" in capsys.readouterr().err
+
+
+def test_table_unknown_paper(tiny, capsys) -> None:
+    _, out, _ = tiny
+    assert main(["table", str(out), "--paper", "nv-htm"]) == 2
+    assert "unknown paper 'nv-htm'. Known papers: marathe." in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_reproduce_marathe_quick_in_two_minutes(tmp_path, capsys) -> None:
+    t0 = time.perf_counter()
+    assert main(["reproduce", "marathe", "--quick", "--out", str(tmp_path), "--jobs", "2",
+                 "--no-progress"]) == 0
+    assert time.perf_counter() - t0 < 150
+    board = {r["claim"]: r["verdict"] for r in
+             csv.DictReader((tmp_path / "scoreboard-marathe.csv").open())}
+    assert "not run" not in board.values()
+    assert board["M13"] == "holds" and board["M10"] == "not modelled"

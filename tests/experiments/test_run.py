@@ -1,0 +1,38 @@
+"""run_experiment takes runtimes and workloads as names, import paths, classes or instances."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pmsim.errors import ConfigError
+from pmsim.experiments.run import run_experiment
+from pmsim.runtimes import RedoRuntime, get_mutant
+from pmsim.workloads.kv import KV
+
+
+class MyKV(KV):
+    name = "my-kv"
+
+
+def test_classes_and_instances_run_and_are_recorded_by_name_or_path() -> None:
+    r = run_experiment(RedoRuntime, MyKV, txs=20, params={"keys": 8})
+    assert (r.runtime, r.workload) == ("redo", f"{__name__}:MyKV")
+    assert r.commits + r.aborts == 20 and r.params == {"keys": 8}
+    r = run_experiment("undo", KV(keys=8, buckets=2), txs=10)
+    assert r.workload == "kv" and r.params == {"keys": 8, "buckets": 2}
+    r = run_experiment(get_mutant("redo:R2"), "kv", txs=5)
+    assert r.runtime == "redo:R2"
+
+
+def test_a_file_path_runs(tmp_path: Path) -> None:
+    f = tmp_path / "wl.py"
+    f.write_text("from pmsim.workloads.kv import KV\n\nclass FileKV(KV):\n    name = 'file-kv'\n")
+    r = run_experiment("undo", f"{f}:FileKV", txs=10)
+    assert r.workload == f"{f}:FileKV" and r.commits + r.aborts == 10
+
+
+def test_a_class_with_unknown_parameters_fails() -> None:
+    with pytest.raises(ConfigError, match="Known kv parameters"):
+        run_experiment("undo", KV, txs=1, params={"nokeys": 3})
