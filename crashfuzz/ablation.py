@@ -60,7 +60,7 @@ def explain(cell: AblationCell) -> str:
         return cell.failure
     if cell.verdict == "not exercised":
         return "no workload tried issues this step"
-    if cell.domain == "pdom2" and cell.kind in ("pb", "flush", "fence"):
+    if cell.domain == "pdom2" and cell.kind in ("pb", "flush", "fence", "order"):
         return ("harmless in PDOM-2: every visible store is persistent, in program order, so "
                 "flushes and barriers order nothing")
     return ""

@@ -33,8 +33,9 @@ from ..errors import ConfigError
 if TYPE_CHECKING:
     from .mutation import Mutation
 
-KINDS = ("pb", "fence", "flush", "store", "group")
-"""What a step issues: a persist barrier, a fence, a flush group, one store, or a group."""
+KINDS = ("pb", "fence", "order", "flush", "store", "group")
+"""What a step issues: a persist barrier, a fence, an ordering point (a fence where the WPQ is in
+the persistence domain, a persist barrier in PDOM-0), a flush group, one store, or a group."""
 
 
 @dataclass(frozen=True)
@@ -200,10 +201,13 @@ class PersistSteps:
     """Skip cache-line flushes when the machine's domain is PDOM-2 (eADR), as code tuned for
     eADR does. False (default) is the papers' code: the same instructions in every domain."""
     _no_flush: dict[int, _NoFlushCpu] | None = None  # per thread, when flushes are elided
+    _order_pb = False  # ordering points are persist barriers (PDOM-0)
 
     def _elide_in(self, domain: str) -> None:
-        """Elide flushes from now on if this runtime elides them in ``domain``."""
+        """Adapt to ``domain``: elide flushes if this runtime elides them in PDOM-2, and make
+        ordering points persist barriers in PDOM-0 (fences order no persistence there)."""
         self._no_flush = {} if self.elide_flushes and domain == "pdom2" else None
+        self._order_pb = domain == "pdom0"
 
     def _cpu_for(self, cpu: Any) -> Any:
         nf = self._no_flush
@@ -249,6 +253,16 @@ class PersistSteps:
             cpu.sfence()
         else:
             self.hook.op(cpu, name, "sfence")
+
+    def order(self, cpu: Any, name: str) -> None:
+        """Order the persistence of earlier flushed lines before later stores: an sfence where
+        the WPQ is in the persistence domain (a flushed line is durable once the fence sees it
+        accepted), a persist barrier in PDOM-0 (the WPQ may drain lines in any order)."""
+        op = "persist_barrier" if self._order_pb else "sfence"
+        if self.hook is None:
+            getattr(cpu, op)()
+        else:
+            self.hook.op(cpu, name, op)
 
     def st(self, cpu: Any, name: str, addr: int, value: int) -> None:
         """One ordering-relevant store."""
