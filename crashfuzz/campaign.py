@@ -396,6 +396,10 @@ class Campaign:
         self.unreproducible = ""
         self._notes: list[str] = []
         rt_cls = get_runtime(cfg.runtime if runtime is None else runtime)
+        if not rt_cls.durable:
+            raise ConfigError(f"runtime {rt_cls.name or rt_cls.__name__!r} is a volatile baseline "
+                              "(its transactions are not durable), so there is nothing to fuzz; "
+                              "fuzz a durable runtime such as undo, redo or cow")
         self.rt_cls = rt_cls
         if isinstance(runtime, str):
             self._record("runtime", runtime, "")

@@ -171,7 +171,6 @@ register("config", "print a resolved machine config (table, JSON or YAML)", _add
          _cmd_config)
 register("machine", "run the built-in op stream and print machine statistics", _add_machine,
          _cmd_machine)
-register("demo", "the built-in demonstration (what `make demo` runs)", _add_machine, _cmd_machine)
 
 
 def build_parser() -> argparse.ArgumentParser:

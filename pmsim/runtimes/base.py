@@ -25,7 +25,7 @@ with ``cpu.work`` from :class:`~.costs.RuntimeCosts`.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -121,6 +121,22 @@ class Tx:
     @property
     def modified(self) -> bool:
         return bool(self.writes or self.alog or self.dirty)
+
+    def pause(self) -> Iterable[Any]:
+        """A point where the body lets other threads run (``yield from tx.pause()``).
+
+        Lock-based runtimes need none (the locks serialize conflicting bodies), so this is an
+        empty iterable and changes nothing; optimistic runtimes (HTM, STM) yield there once the
+        thread is a quantum ahead, so live transactions overlap and can conflict.
+        """
+        return ()
+
+
+Body = Callable[[Tx], Generator[Any, Any, bool | None] | bool | None]
+"""A transaction body: reads and writes through ``tx``; returns False to abort (a user abort,
+never retried) and anything else to commit. It may run several times (an optimistic runtime
+re-executes it after a conflict) so it must act only through ``tx``, and every attempt must
+do the same for the same data. A generator body may ``yield from tx.pause()``."""
 
 
 class Runtime(PersistSteps, AllocLog):
@@ -259,6 +275,32 @@ class Runtime(PersistSteps, AllocLog):
         raise NotImplementedError
 
     # -- transactions --------------------------------------------------------------------------
+    durable: ClassVar[bool] = True
+    """False for a volatile baseline (an upper bound with no persistence): not crash-fuzzed."""
+    optimistic: ClassVar[bool] = False
+    """True if the runtime may abort and re-execute a body (HTM, STM): it runs only workloads
+    that define ``body``, through :meth:`run`."""
+
+    def run(self, cpu: Any, body: Body, locks: Iterable[Any] = (),
+            on_begin: Callable[[Tx], None] | None = None) -> Generator[Any, Any, Tx]:
+        """Run one transaction of ``body``; how is the runtime's choice.
+
+        The base (lock-based) version takes ``locks``, begins, calls ``on_begin(tx)``, runs the
+        body once and commits, or aborts if it returned False. An optimistic runtime overrides
+        this to retry the body; ``locks`` are then only a hint it may ignore.
+        """
+        tx = yield from self.begin(cpu, locks)
+        if on_begin is not None:
+            on_begin(tx)
+        res = body(tx)
+        if isinstance(res, Generator):
+            res = yield from res
+        if res is False:
+            yield from self.abort(tx)
+        else:
+            yield from self.commit(tx)
+        return tx
+
     def begin(self, cpu: Any, locks: Iterable[Any] = ()) -> Generator[Any, Any, Tx]:
         """Start a transaction on ``cpu``'s thread after taking ``locks`` (in the given order)."""
         tid = cpu.tid

@@ -102,11 +102,9 @@ class AllocX(Workload):
         aborts = bool(rng.random() * 100 < p.abort_pct)
         return first, words, tags, aborts
 
-    def transaction(self, cpu: Any, rt: Runtime, op: Any) -> Generator[Any, Any, None]:
+    def body(self, tx: Any, op: Any) -> Generator[Any, Any, bool]:
         first, words, tags, aborts = op
-        tx = yield from rt.begin(cpu)
-        self.record(tx, op)
-        roots = [rt.static("roots", first + j) for j in range(len(words))]
+        roots = [tx.rt.static("roots", first + j) for j in range(len(words))]
         for r in roots:
             old = tx.read(r, 0)
             if old:
@@ -115,10 +113,8 @@ class AllocX(Workload):
             blk = tx.alloc(w)
             tx.write_words(blk, 0, [w, t])
             tx.write(r, 0, blk)
-        if aborts:
-            yield from rt.abort(tx)
-        else:
-            yield from rt.commit(tx)
+            yield from tx.pause()
+        return not aborts
 
     def model(self) -> Model:
         return AllocXModel()

@@ -117,16 +117,19 @@ class Array(Workload):
             mask |= 1 << j
         return start, mask
 
-    def transaction(self, cpu: Any, rt: Runtime, op: tuple[int, int]) -> Generator[Any, Any, None]:
+    def locks_of(self, op: tuple[int, int]) -> range:
+        start, stripe = op[0], self.p.lock_stripe
+        return range(start // stripe, (start + self.p.per_tx - 1) // stripe + 1)
+
+    def body(self, tx: Any, op: tuple[int, int]) -> Generator[Any, Any, None]:
         p = self.p
         start, mask = op
-        stripe = p.lock_stripe
-        locks = self.held(*range(start // stripe, (start + p.per_tx - 1) // stripe + 1))
-        tx = yield from rt.begin(cpu, locks)
-        self.record(tx, op)
         w = p.slot_words
+        static = tx.rt.static
         for j in range(p.per_tx):
-            obj = rt.static("slots", start + j)
+            if j:
+                yield from tx.pause()
+            obj = static("slots", start + j)
             if not mask >> j & 1:
                 tx.read_words(obj, 0, w)
             elif self.raw:
@@ -134,7 +137,6 @@ class Array(Workload):
                     tx.write(obj, i, (tx.read(obj, i) + 1) & MASK64)
             else:
                 tx.write_words(obj, 0, [(v + 1) & MASK64 for v in tx.read_words(obj, 0, w)])
-        yield from rt.commit(tx)
 
     def model(self) -> Model:
         return ArrayModel(self.p.slot_words)

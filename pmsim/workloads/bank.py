@@ -72,17 +72,18 @@ class Bank(Workload):
         a, b = (int(x) for x in rng.choice(self.p.accounts, size=2, replace=False))
         return a, b, int(rng.integers(1, self.p.max_amount + 1))
 
-    def transaction(self, cpu: Any, rt: Runtime, op: tuple[int, int, int]) -> Generator[Any, Any, None]:
+    def locks_of(self, op: tuple[int, int, int]) -> tuple[int, int]:
+        return op[0], op[1]
+
+    def body(self, tx: Any, op: tuple[int, int, int]) -> Generator[Any, Any, bool]:
         a, b, amt = op
-        tx = yield from rt.begin(cpu, self.held(a, b))
-        self.record(tx, op)
-        oa, ob = rt.static("accounts", a), rt.static("accounts", b)
+        oa, ob = tx.rt.static("accounts", a), tx.rt.static("accounts", b)
         tx.write(oa, 0, (tx.read(oa, 0) - amt) & MASK64)
         if tx.read(oa, 0) & SIGN:
-            yield from rt.abort(tx)
-            return
+            return False
+        yield from tx.pause()
         tx.write(ob, 0, (tx.read(ob, 0) + amt) & MASK64)
-        yield from rt.commit(tx)
+        return True
 
     def model(self) -> Model:
         return BankModel(self.p.accounts, self.p.initial)

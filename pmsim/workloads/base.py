@@ -148,9 +148,26 @@ class Workload:
         """The parameters of thread ``tid``'s next transaction (a hashable tuple)."""
         raise NotImplementedError
 
+    def locks_of(self, op: Any) -> Iterable[int]:
+        """The indices of the application locks a lock-based runtime takes for ``op``."""
+        return ()
+
+    def body(self, tx: Any, op: Any) -> Generator[Any, Any, bool | None] | bool | None:
+        """One transaction's reads and writes through ``tx`` (see :data:`pmsim.runtimes.base.
+        Body`): return False to abort. It may be re-executed, so it acts only through ``tx``."""
+        raise NotImplementedError(f"workload {self.name or type(self).__name__!r} defines "
+                                  "neither body() nor transaction()")
+
     def transaction(self, cpu: Any, rt: Runtime, op: Any) -> Generator[Any, Any, None]:
-        """Run one transaction; must call ``self.record(tx, op)`` right after begin."""
-        raise NotImplementedError
+        """Run one transaction: the runtime runs :meth:`body` under the locks of
+        :meth:`locks_of`. A workload may override this instead (the older, lock-only form:
+        it must call ``self.record(tx, op)`` right after begin); optimistic runtimes then
+        refuse it, since they cannot re-execute it."""
+        if type(self).body is Workload.body:
+            raise NotImplementedError(f"workload {self.name or type(self).__name__!r} defines "
+                                      "neither body() nor transaction()")
+        yield from rt.run(cpu, lambda tx: self.body(tx, op), self.held(*self.locks_of(op)),
+                          lambda tx: self.record(tx, op))
 
     def model(self) -> Model:
         """A fresh reference model in the initial state."""
@@ -207,6 +224,22 @@ class Workload:
 
 WORKLOADS: dict[str, type[Workload]] = {}
 
+BUILTIN: tuple[str, ...] = (
+    "alloc_x",
+    "array",
+    "bank",
+    "kv",
+)
+"""Modules of pmsim.workloads imported (for their registrations) before a name is looked up:
+adding a workload is a module and a line here."""
+
+
+def _load_builtin() -> None:
+    import importlib
+
+    for mod in BUILTIN:
+        importlib.import_module(f"pmsim.workloads.{mod}")
+
 
 def register_workload(cls: type[Workload]) -> type[Workload]:
     """Register a workload class under ``cls.name`` (a decorator)."""
@@ -223,8 +256,7 @@ def _is_workload_class(obj: Any) -> bool:
 def get_workload(name: str | type[Workload]) -> type[Workload]:
     """The workload class registered as ``name``, loaded from an import path
     (``"my_list.py:LinkedList"``, ``"pkg.mod:LinkedList"``), or given (a Workload subclass)."""
-    from . import alloc_x, array, bank, kv  # noqa: F401  (registration side effects)
-
+    _load_builtin()
     if _is_workload_class(name):
         return name  # type: ignore[return-value]
     if not isinstance(name, str):

@@ -77,14 +77,15 @@ class KV(Workload):
         kind = GET if r < self.p.get_pct else PUT if r < self.p.get_pct + self.p.put_pct else DELETE
         return kind, int(rng.integers(1, self.p.keys + 1)), int(rng.integers(1, 1 << 62))
 
-    def transaction(self, cpu: Any, rt: Runtime, op: tuple[int, int, int]) -> Generator[Any, Any, None]:
+    def locks_of(self, op: tuple[int, int, int]) -> tuple[int]:
+        return (op[1] % self.p.buckets,)
+
+    def body(self, tx: Any, op: tuple[int, int, int]) -> Generator[Any, Any, None]:
         kind, key, value = op
-        bi = key % self.p.buckets
-        tx = yield from rt.begin(cpu, self.held(bi))
-        self.record(tx, op)
-        bucket = rt.static("buckets", bi)
+        bucket = tx.rt.static("buckets", key % self.p.buckets)
         prev, node = 0, tx.read(bucket, 0)
         while node and tx.read(node, 0) != key:
+            yield from tx.pause()
             prev, node = node, tx.read(node, 2)
         if kind == PUT:
             if node:
@@ -100,7 +101,6 @@ class KV(Workload):
             else:
                 tx.write(bucket, 0, nxt)
             tx.free(node)
-        yield from rt.commit(tx)
 
     def model(self) -> Model:
         return KVModel()

@@ -1,0 +1,2 @@
+"""Transactional memory for optimistic runtimes: the hardware-TM runner (:mod:`.htm`) and a
+TinySTM-like software TM (:mod:`.stm`)."""
