@@ -42,6 +42,7 @@ from pmsim.config import CacheConfig, CacheLevel, MachineConfig, Region, param
 from pmsim.errors import ConfigError, PmsimError, WorkloadModelMismatch, unknown
 from pmsim.machine import Machine
 from pmsim.runtimes.alloc import HeapExhausted
+from pmsim.runtimes.background import run_threads
 from pmsim.runtimes.base import Runtime
 from pmsim.runtimes.labels import Labeller
 from pmsim.runtimes.layout import Layout
@@ -413,7 +414,8 @@ class Campaign:
         self.unreproducible = "; ".join(self._notes)
         cfg = self.cfg
         base = machine or fuzz_machine(cfg.domain, cfg.threads, cfg.seed)
-        self.base_mcfg = base = base.replace(domain=cfg.domain, cores=max(base.cores, cfg.threads))
+        cores = cfg.threads + rt_cls.extra_cores(cfg.threads)
+        self.base_mcfg = base = base.replace(domain=cfg.domain, cores=max(base.cores, cores))
         layout = rt_cls.plan(wl.spec(), cfg.threads, base.pm_region.base)
         mcfg = self.mcfg = _machine_for(layout, base)
         m = Machine(mcfg)
@@ -635,9 +637,9 @@ class Campaign:
             model.apply(wl.executed[t])
         for _ in range(self.cfg.new_tx):
             op = trial.next_op(0, trial.rng(0))
-            proc = m.spawn(lambda cpu, op=op: trial.transaction(cpu, rt, op), 0)
             try:
-                m.run()
+                proc, = run_threads(rt, [(lambda cpu, op=op: trial.transaction(cpu, rt, op), 0,
+                                          ())])
                 if not proc.ok:
                     return f"a new transaction failed: {proc.value!r}"
             except HeapExhausted:
@@ -825,9 +827,9 @@ class Campaign:
         trial.locks = [m.lock() for _ in range(wl.nlocks())]
         for _ in range(self.cfg.depth_txs):
             op = trial.next_op(0, trial.rng(0))
-            proc = m.spawn(lambda cpu, op=op: trial.transaction(cpu, rt, op), 0)
             try:
-                m.run()
+                proc, = run_threads(rt, [(lambda cpu, op=op: trial.transaction(cpu, rt, op), 0,
+                                          ())])
             except HeapExhausted:
                 break  # the layout was planned for fewer transactions: run what fits
             if not proc.ok:

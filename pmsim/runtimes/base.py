@@ -34,6 +34,7 @@ from ..errors import ConfigError, PmsimError
 from ..trace import Mark
 from .alloc import Allocator
 from .alloclog import AllocLog
+from .background import BackgroundThreads
 from .costs import RuntimeCosts
 from .descriptor import (
     ABORTED,
@@ -139,8 +140,9 @@ re-executes it after a conflict) so it must act only through ``tx``, and every a
 do the same for the same data. A generator body may ``yield from tx.pause()``."""
 
 
-class Runtime(PersistSteps, AllocLog):
-    """Base class: layout, allocator, markers, locks, named steps and invariants."""
+class Runtime(PersistSteps, AllocLog, BackgroundThreads):
+    """Base class: layout, allocator, markers, locks, named steps, background threads and
+    invariants."""
 
     name: ClassVar[str] = ""
     family: ClassVar[str] = ""

@@ -20,6 +20,7 @@ import numpy as np
 from ..config import MachineConfig
 from ..machine import Machine
 from ..runtimes import Mutant, Runtime, RuntimeCosts, fit_pm, get_runtime
+from ..runtimes.background import run_threads
 from .base import Workload, WorkloadArg, build_workload
 
 
@@ -57,8 +58,9 @@ class Session:
         rt_cls = get_runtime(runtime)
         wl = build_workload(workload, threads=threads, seed=seed, txs=txs, params=params)
         cfg = config or MachineConfig()
-        if cfg.cores < threads:
-            cfg = cfg.replace(cores=threads)
+        cores = threads + rt_cls.extra_cores(threads)
+        if cfg.cores < cores:
+            cfg = cfg.replace(cores=cores)
         layout = rt_cls.plan(wl.spec(), threads, cfg.pm_region.base)
         if fit or compact:
             cfg = fit_pm(cfg, layout.end - cfg.pm_region.base, shrink=compact)
@@ -70,10 +72,11 @@ class Session:
         return cls(m, rt, wl)
 
     def run(self, txs: int) -> None:
-        """Run ``txs`` transactions on every thread to completion."""
-        for t in range(self.workload.threads):
-            self.machine.spawn(self.workload.thread_body, t, self.runtime, t, txs)
-        self.machine.run()
+        """Run ``txs`` transactions on every thread to completion (with the runtime's
+        background threads, stopped once the workers are done)."""
+        wl = self.workload
+        run_threads(self.runtime, [(wl.thread_body, t, (self.runtime, t, txs))
+                                   for t in range(wl.threads)])
 
     def check(self) -> bool:
         """Whether the current data equals the reference after the committed transactions."""
