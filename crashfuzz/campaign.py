@@ -417,7 +417,7 @@ class Campaign:
         cores = cfg.threads + rt_cls.extra_cores(cfg.threads)
         self.base_mcfg = base = base.replace(domain=cfg.domain, cores=max(base.cores, cores))
         layout = rt_cls.plan(wl.spec(), cfg.threads, base.pm_region.base)
-        mcfg = self.mcfg = _machine_for(layout, base)
+        mcfg = self.mcfg = rt_cls.fit_config(_machine_for(layout, base), layout)
         m = Machine(mcfg)
         rt = rt_cls(m, layout)
         self.session = Session(m, rt, wl)

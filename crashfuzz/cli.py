@@ -345,8 +345,11 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="fuzz a runtime on a workload")
     r.add_argument("--runtime", default="undo", help="a registered runtime or mutant (undo, "
                    "redo, cow, undo:U1, ...) or an import path 'file.py:Class'")
-    r.add_argument("--workload", default="array", help="a registered workload (array, "
-                   "array-raw, kv, bank, alloc-x) or an import path 'file.py:Class'")
+    from pmsim.workloads.base import WORKLOADS, get_workload
+
+    get_workload("array")  # the built-in registrations
+    r.add_argument("--workload", default="array", help=f"a registered workload ("
+                   f"{', '.join(WORKLOADS)}) or an import path 'file.py:Class'")
     r.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="workload parameter (repeatable)")
     r.add_argument("--domain", default="pdom1", choices=["pdom0", "pdom1", "pdom2"])

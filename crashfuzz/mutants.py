@@ -54,10 +54,12 @@ class KillRow:
         return self.killed == self.expected_kill
 
 
-def trials(base: FuzzConfig) -> Iterable[FuzzConfig]:
+def trials(base: FuzzConfig, first: str = "") -> Iterable[FuzzConfig]:
     from pmsim.errors import UnknownNameError
     from pmsim.workloads.base import get_workload
 
+    if first:
+        yield replace(base, workload=first, params=())
     for name, params in WORKLOAD_TRIALS:
         try:
             cls = get_workload(name)
@@ -79,7 +81,8 @@ def kill_one(mutant: Mutant, domain: str, base: FuzzConfig, runtime: str | None 
         runtime = mutant.name if MUTANTS.get(mutant.name) is mutant else import_path(mutant)[0]
     cls = None if runtime is not None else mutant.build()
     for cfg in trials(replace(base, runtime=runtime or mutant.base_name, domain=domain,
-                              stop_at_first=True)):
+                              threads=max(base.threads, mutant.threads), stop_at_first=True),
+                      mutant.workload):
         rep = fuzz(cfg, runtime=cls)
         states += rep.states_checked
         last = cfg

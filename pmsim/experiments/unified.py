@@ -127,8 +127,10 @@ class Unified:
         return out
 
     def fuzz_points(self) -> list[dict[str, Any]]:
+        """Campaigns for the durable runtimes (a volatile baseline has nothing to fuzz)."""
         return [{"runtime": rt, "workload": wl, "domain": d, "threads": 1, "seed": self.seed,
-                 **FUZZ} for rt in self.runtimes for wl in self.workloads for d in self.domains]
+                 **FUZZ} for rt in self.runtimes if _durable(rt) for wl in self.workloads
+                for d in self.domains]
 
     def describe(self) -> str:
         fam = MACHINES.get(self.machine)
@@ -138,6 +140,12 @@ class Unified:
                            for w in self.workloads if w in WORKLOAD_PARAMS)
         return (f"machine {self.machine} ({where}); {self.threads} thread(s), {self.txs} "
                 f"measured transactions per thread after {self.warmup} warm-up; {params}")
+
+
+def _durable(runtime: str) -> bool:
+    from ..runtimes.registry import get_runtime
+
+    return get_runtime(runtime).durable
 
 
 def fuzz_point(point: Mapping[str, Any]) -> dict[str, Any]:
@@ -156,9 +164,10 @@ def fuzz_point(point: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def fuzz_verdict(row: Mapping[str, Any]) -> str:
-    """``clean (N states)``, ``clean, k sampled``, or ``FAILS (k)``."""
+    """``clean (N states)``, ``clean, k sampled``, ``FAILS (k)``, or ``volatile`` for a
+    baseline without persistence."""
     if row.get("fuzz_ok") is None:
-        return "-"
+        return "volatile" if "runtime" in row and not _durable(row["runtime"]) else "-"
     if not row["fuzz_ok"]:
         return f"FAILS ({row['fuzz_failures']})"
     extra = f", {row['fuzz_sampled']} pts sampled" if row.get("fuzz_sampled") else ""

@@ -203,6 +203,12 @@ class Runtime(PersistSteps, AllocLog, BackgroundThreads):
         return spec.max_tx_allocs
 
     @classmethod
+    def fit_config(cls, cfg: Any, layout: Layout) -> Any:
+        """The machine config ``cfg`` adapted to what this runtime needs beside PM for
+        ``layout`` (e.g. a DRAM region large enough for a shadow copy); default: unchanged."""
+        return cfg
+
+    @classmethod
     def plan(cls, spec: PMSpec, threads: int, base: int = 0) -> Layout:
         """The layout this runtime family needs for ``spec`` with ``threads`` descriptors."""
         return plan(cls.family, spec, threads, base, obj_bytes=cls.obj_bytes,

@@ -158,6 +158,11 @@ class Mutant:
     why: str = ""
     needs: str = ""
     """What a workload must do for the bug to show (allocate, read after write, a second crash)."""
+    threads: int = 1
+    """Worker threads a campaign needs for the bug to show (two for a cross-thread race)."""
+    workload: str = ""
+    """A workload (name or import path) whose transactions show the bug, tried first by the
+    kill matrix; empty: only the matrix's own workloads."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mutations", tuple(self.mutations))
@@ -167,6 +172,8 @@ class Mutant:
             raise ConfigError(f"mutant {self.name}: unknown domains {bad}; use {', '.join(DOMAINS)}")
         if not self.mutations:
             raise ConfigError(f"mutant {self.name} has no mutations")
+        if not isinstance(self.threads, int) or isinstance(self.threads, bool) or self.threads < 1:
+            raise ConfigError(f"mutant {self.name}: threads must be an integer >= 1")
 
     @property
     def base(self) -> type[Runtime]:

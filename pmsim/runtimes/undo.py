@@ -49,6 +49,9 @@ from .registry import register_mutant, register_runtime, variant
 SENTINEL = 0x5EC0DE_0F_11F0_1065
 DATA, COMMIT = 1, 2
 HDR_WORDS = 4  # sentinel, V, addr, type|len
+_NO_RECORDS = 1 << 62
+"""``first_words`` when no committed record of a RUNNING descriptor is in the log: the header
+persisted IDLE (or recovery reset it), so the head may be overwritten freely."""
 LEN_MASK = (1 << 56) - 1
 MASK64 = (1 << 64) - 1
 
@@ -96,6 +99,9 @@ class UndoRuntime(Runtime):
     STEPS = {
         "undo.begin.header": ("group", "reset the allocation-log count, tail and state (RUNNING, "
                               "new V); flush the header"),
+        "undo.append.order-header": ("order", "the transaction's first record is longer than "
+                                     "the previous one's: its header persistent before the "
+                                     "record may overwrite the previous COMMIT"),
         "undo.append.record": ("group", "store a data record's header and old values at the tail"),
         "undo.append.checksum": ("store", "store the record's checksum, last"),
         "undo.append.flush": ("flush", "flush the record's lines"),
@@ -134,6 +140,7 @@ class UndoRuntime(Runtime):
     def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, **kw)
         self.version = [0] * self.layout.threads
+        self.first_words = [_NO_RECORDS] * self.layout.threads
 
     @classmethod
     def log_bytes(cls, spec: PMSpec) -> int:
@@ -142,6 +149,7 @@ class UndoRuntime(Runtime):
     def _load(self) -> None:
         super()._load()
         self.version = [self.m.peek(d + 8 * H_STATE) >> 8 for d in self.layout.desc]
+        self.first_words = [_NO_RECORDS] * self.layout.threads
 
     def _tag(self, tx: Tx) -> int:
         assert isinstance(tx, UndoTx)
@@ -178,6 +186,16 @@ class UndoRuntime(Runtime):
         if end > self.layout.log[tx.tid] + self.layout.log_bytes:
             raise ConfigError(f"transaction {tx.txid:#x} overflowed its undo log "
                               f"({self.layout.log_bytes} bytes): raise PMSpec.max_tx_writes/words")
+        if rec == self.layout.log[tx.tid]:
+            # The first record overwrites the log's head while the new header (V + 1) may not
+            # be persistent yet. Within the previous transaction's first record that only
+            # breaks it (recovery then accepts none of V's records); past its end it could
+            # leave V's first records intact and its COMMIT broken, and recovery would roll
+            # back a committed transaction. Then order the header first (no PB in PDOM-1/2).
+            n = (end - rec) >> 3
+            if n > self.first_words[tx.tid]:
+                self.order(cpu, "undo.append.order-header")
+            self.first_words[tx.tid] = n
         with self.step(cpu, f"undo.{phase}.record") as c:
             st = c.store
             for i, w in enumerate(words):
@@ -246,6 +264,7 @@ class UndoRuntime(Runtime):
                 c.store(hdr + 8 * H_STATE, tx.version << 8 | IDLE)
                 c.clwb(hdr)
             self.pb(cpu, "undo.commit.pb4")
+            self.first_words[tx.tid] = _NO_RECORDS
         self._release_frees(tx)
 
     def _abort(self, tx: Tx) -> None:
@@ -270,6 +289,7 @@ class UndoRuntime(Runtime):
             c.clwb(hdr)
         if tx.records:
             self.pb(cpu, "undo.abort.pb2")
+            self.first_words[tx.tid] = _NO_RECORDS
 
     # -- recovery ------------------------------------------------------------------------------
     def scan(self, tid: int) -> tuple[list[tuple[int, list[int]]], bool]:

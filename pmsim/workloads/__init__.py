@@ -8,10 +8,22 @@ from __future__ import annotations
 
 from .alloc_x import AllocX
 from .array import Array, ArrayRAW
+from .avl import AVL
 from .bank import Bank
 from .base import WORKLOADS, Model, Workload, get_workload, register_workload
+from .btree import BTree
+from .hashmap import HashMap
+from .hashtable import HashTable
 from .kv import KV
+from .queue import Queue
+from .rbtree import RBTree
 from .session import Recovered, Session
+from .swap import SPS, Swap
+from .tatp import TATP
+from .tpcc import TPCC
+from .ycsb import YCSB, Zipfian
 
 __all__ = ["KV", "WORKLOADS", "AllocX", "Array", "ArrayRAW", "Bank", "Model", "Recovered",
            "Session", "Workload", "get_workload", "register_workload"]
+__all__ += ["SPS", "TATP", "TPCC", "YCSB", "Queue", "Swap", "Zipfian"]
+__all__ += ["AVL", "BTree", "HashMap", "HashTable", "RBTree"]

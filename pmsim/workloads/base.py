@@ -227,8 +227,18 @@ WORKLOADS: dict[str, type[Workload]] = {}
 BUILTIN: tuple[str, ...] = (
     "alloc_x",
     "array",
+    "avl",
     "bank",
+    "btree",
+    "hashmap",
+    "hashtable",
     "kv",
+    "rbtree",
+    "queue",
+    "swap",
+    "tatp",
+    "tpcc",
+    "ycsb",
 )
 """Modules of pmsim.workloads imported (for their registrations) before a name is looked up:
 adding a workload is a module and a line here."""

@@ -64,6 +64,7 @@ class Session:
         layout = rt_cls.plan(wl.spec(), threads, cfg.pm_region.base)
         if fit or compact:
             cfg = fit_pm(cfg, layout.end - cfg.pm_region.base, shrink=compact)
+        cfg = rt_cls.fit_config(cfg, layout)
         m = Machine(cfg, backend=backend)
         rt = rt_cls(m, layout, costs)
         rt.format()

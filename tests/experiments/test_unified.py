@@ -74,6 +74,7 @@ def test_fuzz_point_and_verdict() -> None:
     assert fuzz_verdict(row).startswith("clean (")
     assert fuzz_verdict({"fuzz_ok": False, "fuzz_failures": 3}) == "FAILS (3)"
     assert fuzz_verdict({}) == "-"
+    assert fuzz_verdict({"runtime": "stm"}) == "volatile"
 
 
 def test_run_unified_small() -> None:

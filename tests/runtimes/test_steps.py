@@ -14,7 +14,8 @@ from pmsim.runtimes.mutation import mutate
 from pmsim.runtimes.steps import StepHook, step_at
 
 RUNTIMES = ["undo", "undo-2pb", "undo-eager", "redo", "redo-eager", "cow", "cow-eager"]
-WORKLOADS = [("array", ()), ("alloc-x", (("abort_pct", 30.0),)), ("kv", ()), ("bank", ())]
+WORKLOADS = [("array", ()), ("alloc-x", (("abort_pct", 30.0),)), ("kv", ()), ("bank", ()),
+             ("btree", ())]  # btree: first records of growing length (undo.append.order-header)
 
 
 def _logged(runtime: str, workload: str, params: tuple) -> list[tuple[int, int, str]]:
