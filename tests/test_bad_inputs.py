@@ -151,8 +151,8 @@ CLI = [
          ["op stream", "--set regions.0.size=", "--cores"]),
     Case("machine-backend", ["machine", "--backend", "fortran"], ["--backend", "'fortran'", "'c'"]),
     # pmsim run
-    Case("run-threads-above-cores", ["run", "--threads", "3", "--txs", "2"],
-         ["--threads 3", "2 cores", "--cores 3"]),
+    Case("run-threads-above-cores", ["run", "--threads", "3", "--cores", "2", "--txs", "2"],
+         ["--threads 3", "--cores 2", "--cores 3"]),
     Case("run-threads-65", ["run", "--threads", "65"], ["--threads", "65", "1..64"]),
     Case("run-threads-0", ["run", "--threads", "0"], ["--threads", "got 0", "1..64"]),
     Case("run-txs-0", ["run", "--txs", "0"], ["--txs", "got 0", ">= 1"]),

@@ -92,9 +92,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     get_runtime(args.runtime)
     get_workload(args.workload)
     if args.threads > cfg.cores:
-        raise PmsimError(f"--threads {args.threads}: the machine has {cfg.cores} cores (one "
-                         f"thread per core); use --threads 1..{cfg.cores} or add --cores "
-                         f"{args.threads}")
+        if args.cores is not None:
+            raise PmsimError(f"--threads {args.threads}: --cores {cfg.cores} gives one thread "
+                             f"per core; use --threads 1..{cfg.cores} or --cores {args.threads}")
+        cfg = cfg.replace(cores=args.threads)  # the preset's core count is only a default
     check_output("--json", args.json)
     check_output("--csv", args.csv)
     r = run_experiment(args.runtime, args.workload, cfg, threads=args.threads, txs=args.txs,

@@ -10,6 +10,14 @@ import pytest
 from pmsim.cli import main
 
 
+def test_run_grows_the_presets_cores_to_the_threads(tmp_path, capsys) -> None:
+    js = tmp_path / "r.json"
+    assert main(["run", "--workload", "bank", "--threads", "4", "--txs", "5", "--json",
+                 str(js)]) == 0
+    data = json.loads(js.read_text())
+    assert data["threads"] == 4 and data["config"]["cores"] == 4
+
+
 def test_run_prints_table_and_writes_files(tmp_path, capsys) -> None:
     js, cs = tmp_path / "r.json", tmp_path / "r.csv"
     rc = main(["run", "--runtime", "redo", "--workload", "bank", "--threads", "2", "--txs", "30",
