@@ -78,7 +78,7 @@ def test_compare_prints_every_column(capsys, tmp_path) -> None:
     (["reproduce", "marathe", "--only", "fig9"], "unknown experiment 'fig9'"),
     (["reproduce", "marathe", "--scale", "0"], "--scale"),
     (["compare", "--runtimes", "undo,bogus"], "Known runtimes: cow"),
-    (["compare", "--workloads", "tpcc"], "Known workloads:"),
+    (["compare", "--workloads", "tpcx"], "Known workloads:"),
     (["compare", "--domains", "pdom3"], "Known domains: pdom0, pdom1, pdom2"),
     (["compare", "--machine", "x86"], "unknown machine 'x86'"),
     (["compare", "--dask", "tcp://"], "Dask"),

@@ -296,7 +296,9 @@ def test_crash_fuzzing_two_threads(workload: str, runtime: str, domain: str) -> 
                                             ("cow", "pdom1"), ("undo", "pdom2")])
 @pytest.mark.parametrize("workload", FUZZ)
 def test_long_crash_fuzzing(workload: str, runtime: str, domain: str) -> None:
-    rep = crashfuzz.fuzz(runtime=runtime, workload=workload, domain=domain, threads=2, txs=10)
+    kw = {"budget": 8192, "samples": 128} if runtime == "cow" else {}
+    rep = crashfuzz.fuzz(runtime=runtime, workload=workload, domain=domain, threads=2, txs=10,
+                         **kw)
     assert rep.ok, crashfuzz.format_report(rep)
 
 
