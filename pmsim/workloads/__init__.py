@@ -1,4 +1,6 @@
-"""Workloads written once against the runtime object API: Array, Array-RAW, Alloc-X, KV, Bank.
+"""Workloads written once against the runtime object API, each with a sequential reference
+model: Array, Array-RAW, Alloc-X, KV, Bank (Marathe et al.), and the other papers' hash table,
+hash map, B+-tree, red-black and AVL trees, queues, swaps, TPC-C-, TATP- and YCSB-like mixes.
 
 ``get_workload(name)(threads=..., seed=..., **params)`` builds one; :class:`Session` wires a
 machine, a runtime and a workload together for runs and recovery.
