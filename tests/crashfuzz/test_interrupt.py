@@ -65,7 +65,7 @@ def _interrupt(tmp: Path, jobs: int, sig: signal.Signals, group: bool) -> tuple[
         assert p.poll() is None, "the campaign ended before it was interrupted"
         assert len(_related(p.pid)) >= (jobs if jobs > 1 else 0)
         (os.killpg if group else os.kill)(p.pid, sig)
-        out, err = p.communicate(timeout=20)
+        out, err = p.communicate(timeout=120)  # a bound for hangs; a busy machine is slow
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
