@@ -234,6 +234,85 @@ class CostConfig:
         _check_nonneg(self, *(f.name for f in fields(self)))
 
 
+MAX_READ_SET = 1 << 22
+"""Largest read-set bound, in lines (256 MiB of tracked reads): the engines keep per-line state."""
+MAX_WRITE_SET = 1 << 20
+"""Largest write-set bound, in lines (64 MiB of buffered stores)."""
+MAX_TSC_GHZ = 1000.0
+"""Fastest TSC a config accepts, in GHz (faster ones are typos)."""
+
+
+@dataclass(frozen=True)
+class HTMConfig:
+    """Best-effort hardware transactional memory, modelled on Intel TSX/RTM (nv-htm.md §2, §10).
+
+    Read and write sets are tracked per cache line; conflicts are eager and the requester wins;
+    a write set overflowing ``write_set_lines`` or the ways of one L1 set aborts (capacity)."""
+
+    read_set_lines: int = param(65536, "lines", "most distinct lines a transaction may read "
+                                "before a capacity abort (Intel tracks reads beyond L1, about "
+                                "4 MiB; at most 4194304)")
+    write_set_lines: int = param(512, "lines", "most distinct lines a transaction may write "
+                                 "(Intel: 512, the L1); overflowing the ways of one L1 set also "
+                                 "aborts (at most 1048576)")
+    abort_on_any_flush: bool = param(False, "", "a flush inside a transaction aborts it even "
+                                     "when the line is not in its write set (a flush of a "
+                                     "written line always aborts)")
+    xbegin_ns: float = param(15.0, "ns", "cost of xbegin (tens of cycles on TSX)")
+    xend_ns: float = param(15.0, "ns", "cost of a committing xend")
+    abort_ns: float = param(60.0, "ns", "cost of an abort (rollback), paid when the thread "
+                            "learns of it at xend; the aborted work's time is spent as well")
+    rdtsc_ns: float = param(10.0, "ns", "cost of rdtsc (rdtscp)")
+    tsc_ghz: float = param(1.0, "GHz", "TSC frequency: rdtsc returns int((clock + skew) x "
+                           "tsc_ghz), so the default counts nanoseconds")
+    tsc_skew_ns: tuple[float, ...] = param((), "ns", "per-core TSC offsets: core c's TSC reads "
+                                           "tsc_skew_ns[c] ahead of its clock (cores beyond the "
+                                           "tuple: 0; empty: synchronized TSCs)")
+    quantum_ns: float = param(1.0, "ns", "scheduling quantum inside transactions run by the "
+                              "HTM runner: a thread yields at a pause once this far ahead; below "
+                              "one L1 hit it yields at every pause, which makes abort rates "
+                              "independent of it (the machine's quantum_ns applies elsewhere; "
+                              "the smaller of the two is used)")
+
+    def __post_init__(self) -> None:
+        _check_posint(self, "read_set_lines", most=MAX_READ_SET,
+                      why=" (the engines keep state per tracked line)")
+        _check_posint(self, "write_set_lines", most=MAX_WRITE_SET,
+                      why=" (the engines buffer every written line)")
+        if not isinstance(self.abort_on_any_flush, bool):
+            raise _fail(self, "abort_on_any_flush", f"expected true or false, got "
+                        f"{self.abort_on_any_flush!r}", "Use True or False.")
+        _check_nonneg(self, "xbegin_ns", "xend_ns", "abort_ns", "rdtsc_ns")
+        g = self.tsc_ghz
+        if not isinstance(g, (int, float)) or isinstance(g, bool) or not math.isfinite(g) \
+                or not 0 < g <= MAX_TSC_GHZ:
+            raise _fail(self, "tsc_ghz", f"must be a number in (0, {MAX_TSC_GHZ:g}], got {g!r}",
+                        "Use the TSC frequency in GHz, e.g. 1.0 (ticks are nanoseconds) or 2.4.")
+        skew = self.tsc_skew_ns
+        if isinstance(skew, list):
+            skew = tuple(skew)
+            object.__setattr__(self, "tsc_skew_ns", skew)
+        if not isinstance(skew, tuple):
+            raise _fail(self, "tsc_skew_ns", f"expected a tuple of numbers, got {skew!r}",
+                        "Pass one offset in ns per core, e.g. (0.0, 40.0).")
+        if len(skew) > 64:
+            raise _fail(self, "tsc_skew_ns", f"has {len(skew)} entries",
+                        "Give at most one offset per core (pmsim has at most 64 cores).")
+        for i, v in enumerate(skew):
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) \
+                    or not 0 <= v <= MAX_NS:
+                raise _fail(self, f"tsc_skew_ns[{i}]", f"must be a number in [0, {MAX_NS:g}], "
+                            f"got {v!r}", "Offsets are how far a core's TSC runs ahead, in ns.")
+        q = self.quantum_ns
+        if not isinstance(q, (int, float)) or isinstance(q, bool) or not math.isfinite(q) or q <= 0:
+            raise _fail(self, "quantum_ns", f"must be > 0, got {q!r}",
+                        "Use a positive number of nanoseconds.")
+
+    def skew(self, core: int) -> float:
+        """The TSC offset of ``core`` in ns."""
+        return float(self.tsc_skew_ns[core]) if core < len(self.tsc_skew_ns) else 0.0
+
+
 @dataclass(frozen=True)
 class MachineConfig:
     """The whole simulated machine."""
@@ -243,6 +322,7 @@ class MachineConfig:
     pm: PMConfig = param(PMConfig(), "", "persistent memory and WPQ")
     dram: DRAMConfig = param(DRAMConfig(), "", "volatile memory")
     costs: CostConfig = param(CostConfig(), "", "non-memory instruction costs")
+    htm: HTMConfig = param(HTMConfig(), "", "hardware transactional memory")
     regions: tuple[Region, ...] = param(
         (Region("pm", 0, 1 << 24, "pm"), Region("dram", 1 << 30, 1 << 22, "dram")),
         "", "address map: which ranges are PM and which DRAM (at most 64 regions of at "
@@ -263,7 +343,7 @@ class MachineConfig:
                         "pmsim supports at most 64 cores: use 1..64.")
         _check_posint(self, "cores", most=64)
         for name, tp in (("cache", CacheConfig), ("pm", PMConfig), ("dram", DRAMConfig),
-                         ("costs", CostConfig)):
+                         ("costs", CostConfig), ("htm", HTMConfig)):
             _check_type(self, name, tp)
         if self.domain not in DOMAINS:
             raise _fail(self, "domain", f"unknown domain {self.domain!r}",
@@ -513,9 +593,10 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
     if get_origin(tp) is tuple:
         (inner, _ellipsis) = get_args(tp)
         if not isinstance(value, (list, tuple)):
+            example = ("list of mappings, e.g. [{name: pm, base: 0, size: 16777216, kind: pm}]"
+                       if is_dataclass(inner) else "list of numbers, e.g. [0, 40]")
             raise ConfigError(f"{path}: expected a list, got {_short(value)}. Write it as a "
-                              "list of mappings, e.g. [{name: pm, base: 0, size: 16777216, "
-                              "kind: pm}].")
+                              f"{example}.")
         return tuple(_convert(inner, v, f"{path}[{i}]") for i, v in enumerate(value))
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)

@@ -17,6 +17,11 @@ SimPy (``m.env``) is used only where threads meet: ``spawn`` runs generator thre
 ``Cpu.sync``, ``Cpu.acquire`` and ``Cpu.release`` yield to the scheduler. A thread also yields
 in ``Cpu.maybe_yield`` once it has run ``quantum_ns`` ahead. A single-threaded run never
 depends on the quantum.
+
+Hardware transactions (:mod:`pmsim.hw.htm`): ``cpu.xbegin()``, ``cpu.xend()`` (0 on commit,
+else the abort status), ``cpu.xabort(code)``, ``cpu.xstatus()`` and ``cpu.rdtsc()`` are
+instructions like the others; threads interleave only at yields, so two transactions conflict
+only if one yields while live (see :mod:`pmsim.tm.htm` on the quantum).
 """
 
 from __future__ import annotations
@@ -93,6 +98,11 @@ class Cpu:
         self.work: Callable[[float], None] = partial(e.work, tid)
         self.mark: Callable[[int, int], None] = partial(e.mark, tid)
         self.persist_barrier: Callable[[], None] = partial(e.persist_barrier, tid)
+        self.xbegin: Callable[[], None] = partial(e.xbegin, tid)
+        self.xend: Callable[[], int] = partial(e.xend, tid)
+        self.xabort: Callable[[int], None] = partial(e.xabort, tid)
+        self.xstatus: Callable[[], int] = partial(e.xstatus, tid)
+        self.rdtsc: Callable[[], int] = partial(e.rdtsc, tid)
         self._get_clock = partial(e.get_clock, tid)
         self._set_clock = partial(e.set_clock, tid)
 
@@ -111,9 +121,12 @@ class Cpu:
         elif ahead < 0:
             self._set_clock(env.now)
 
-    def maybe_yield(self) -> Generator[Any, Any, None]:
-        """Yield if this thread has run more than one quantum ahead of the others."""
-        if self._get_clock() - self.machine.env.now >= self.machine.config.quantum_ns:
+    def maybe_yield(self, quantum_ns: float | None = None) -> Generator[Any, Any, None]:
+        """Yield if this thread has run more than one quantum ahead of the others: the
+        machine's ``quantum_ns``, or ``quantum_ns`` when given (the HTM runner passes a smaller
+        one, see :mod:`pmsim.tm.htm`)."""
+        q = self.machine.config.quantum_ns if quantum_ns is None else quantum_ns
+        if self._get_clock() - self.machine.env.now >= q:
             yield from self.sync()
 
     def acquire(self, lock: simpy.Resource) -> Generator[Any, Any, Any]:

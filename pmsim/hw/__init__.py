@@ -1,1 +1,1 @@
-"""Hardware: the machine engines (pure-Python reference and C), memory controller, domains."""
+"""Hardware: the machine engines (pure-Python reference and C), memory controller, domains, HTM."""

@@ -12,7 +12,8 @@ those arrays in place only; replacing one would detach it from the engine.
 Instruction methods are plain closures over the cffi functions (one Python frame per
 instruction); errors are detected in C before any state changes and turned into the same
 :class:`~pmsim.errors.ConfigError` the reference raises. ``run_batch`` runs a whole
-``BATCH_DTYPE`` array in one C call.
+``BATCH_DTYPE`` array in one C call. Hardware transactions (``xbegin`` .. ``rdtsc``) follow
+:mod:`pmsim.hw.htm`, as in the reference.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..config import MachineConfig
 from ..errors import BuildError, ConfigError
 from ..stats import STATS_DTYPE
 from ..trace import TRACE_DTYPE
+from .htm import nested_error, outside_error
 from .reference import (
     ADDRESS,
     BATCH_DTYPE,
@@ -38,8 +40,11 @@ from .reference import (
     OP_NTSTORE,
     OP_STORE,
     OP_WORK,
+    OP_XABORT,
+    OP_XBEGIN,
     OP_XCHG,
     Memory,
+    as_code,
     as_int,
     as_ns,
     as_word,
@@ -91,6 +96,13 @@ def _config(ffi: Any, cfg: MachineConfig, mem: Memory, timed: bool = True) -> An
     c.nregions = len(mem.regions)
     c.pm_index = mem.pm_index
     c.timed = 1 if timed else 0
+    h = cfg.htm
+    c.htm_read_lines, c.htm_write_lines = h.read_set_lines, h.write_set_lines
+    c.htm_any_flush = 1 if h.abort_on_any_flush else 0
+    c.xbegin_ns, c.xend_ns, c.xabort_ns = float(h.xbegin_ns), float(h.xend_ns), float(h.abort_ns)
+    c.rdtsc_ns, c.tsc_ghz = float(h.rdtsc_ns), float(h.tsc_ghz)
+    for core in range(cfg.cores):
+        c.tsc_skew[core] = h.skew(core)
     return c
 
 
@@ -115,6 +127,11 @@ class CEngine:
     persist_barrier: Callable[[int], None]
     get_clock: Callable[[int], float]
     set_clock: Callable[[int, float], None]
+    xbegin: Callable[[int], None]
+    xend: Callable[[int], int]
+    xabort: Callable[[int, int], None]
+    xstatus: Callable[[int], int]
+    rdtsc: Callable[[int], int]
 
     def __init__(self, cfg: MachineConfig, timed: bool = True) -> None:
         ffi, lib = _lib()
@@ -154,7 +171,8 @@ class CEngine:
 
     def _fail(self, code: int, tid: int, addr: int | None, flush: bool = False) -> NoReturn:
         if code == self._lib.PM_ERR_NOMEM:
-            raise MemoryError("the persistence trace cannot grow: call reset_trace() (or "
+            raise MemoryError("out of memory: the persistence trace (or a hardware "
+                              "transaction's read/write set) cannot grow; call reset_trace() (or "
                               "Machine.reset_trace) between phases of a long run")
         self._diagnose(tid, addr, flush)
         raise AssertionError(f"C engine error {code} for thread {tid}, address {addr!r} "
@@ -300,6 +318,72 @@ class CEngine:
             if code:
                 fail(code, tid, None)
 
+        f_xbegin, f_xend, f_xabort = lib.pm_xbegin, lib.pm_xend, lib.pm_xabort
+        f_xstatus, f_rdtsc = lib.pm_xstatus, lib.pm_rdtsc
+        htm_state = lib.PM_ERR_HTM
+
+        def xbegin(tid: int) -> None:
+            """Start a hardware transaction on thread ``tid``."""
+            try:
+                code = f_xbegin(m, tid)
+            except (OverflowError, TypeError):
+                diagnose(tid, None)
+                raise
+            if code:
+                if code == htm_state:
+                    raise nested_error(tid)
+                fail(code, tid, None)
+
+        def xend(tid: int) -> int:
+            """Commit (0) or end an aborted transaction (its abort status)."""
+            try:
+                r = f_xend(m, tid)
+            except (OverflowError, TypeError):
+                diagnose(tid, None)
+                raise
+            if r < 0:
+                if -r == htm_state:
+                    raise outside_error(tid)
+                fail(-r, tid, None)
+            return r
+
+        def xabort(tid: int, code: int) -> None:
+            """Abort a live transaction with an 8-bit code (nothing outside one)."""
+            if code.__class__ is not int or not 0 <= code <= 0xFF:
+                diagnose(tid, None)
+                code = as_code(code)
+            try:
+                rc = f_xabort(m, tid, code)
+            except (OverflowError, TypeError):
+                diagnose(tid, None)
+                raise
+            if rc:
+                fail(rc, tid, None)
+
+        def xstatus(tid: int) -> int:
+            """0 while live or outside a transaction, else a doomed transaction's status."""
+            try:
+                r = f_xstatus(m, tid)
+            except (OverflowError, TypeError):
+                diagnose(tid, None)
+                raise
+            if r < 0:
+                fail(-r, tid, None)
+            return r
+
+        def rdtsc(tid: int) -> int:
+            """The thread's TSC (never conflicts)."""
+            try:
+                v = f_rdtsc(m, tid)
+            except (OverflowError, TypeError):
+                diagnose(tid, None)
+                raise
+            if v == _U64_MAX and err(m):
+                fail(err(m), tid, None)
+            return v
+
+        self.xbegin, self.xend, self.xabort, self.xstatus, self.rdtsc = (
+            xbegin, xend, xabort, xstatus, rdtsc)
         self.load, self.cas, self.xchg = load, cas, xchg
         self.store, self.ntstore = with_value(lib.pm_store), with_value(lib.pm_ntstore)
         self.clflush = with_addr(lib.pm_clflush, True)
@@ -369,12 +453,20 @@ class CEngine:
         op = int(o["op"])
         if code == self._lib.PM_ERR_OP:
             raise ConfigError(f"batch op {i}: unknown op code {op}")
-        if code == self._lib.PM_ERR_VALUE and op == OP_WORK:
+        if code == self._lib.PM_ERR_VALUE and op in (OP_WORK, OP_XABORT):
             try:
-                as_ns(float(np.array(o["arg"], np.uint64).view(np.float64)))
+                if op == OP_WORK:
+                    as_ns(float(np.array(o["arg"], np.uint64).view(np.float64)))
+                else:
+                    as_code(int(o["aux"]))
             except ConfigError as e:
                 e.add_note(f"raised by batch op {i} (op code {op})")
                 raise
+        if code == self._lib.PM_ERR_HTM:
+            tid = int(o["tid"])
+            e = nested_error(tid) if op == OP_XBEGIN else outside_error(tid)
+            e.add_note(f"raised by batch op {i} (op code {op})")
+            raise e
         addr = int(o["addr"]) if op in _ADDR_OPS else None
         try:
             self._fail(code, int(o["tid"]), addr, op in _FLUSH_OPS)

@@ -24,6 +24,9 @@ Rules, in brief (times in ns, each thread has its own clock):
 * ``persist_barrier``: PDOM-0 ``sfence; pcommit; sfence``, PDOM-1 ``sfence``, PDOM-2 nothing.
   In 'fixed' barrier mode its fences cost nothing and the barrier costs ``barrier_ns``.
 
+Hardware transactions (``xbegin``, ``xend``, ``xabort``, ``xstatus``, ``rdtsc``) follow
+:mod:`pmsim.hw.htm` in both engines: the same abort decisions, values and trace, timed or not.
+
 ``FunctionalEngine`` is the untimed specification (the C core's functional mode): memory
 contents, loaded values and CAS results are the timed engine's (caches hold no data here, only
 timing state), and so are the instruction counters and the trace without its WB events; no
@@ -44,15 +47,19 @@ from ..config import LINE, MachineConfig
 from ..errors import ConfigError
 from ..stats import STATS_DTYPE
 from ..trace import TRACE_DTYPE, Ev
+from . import htm as H
 
 # op codes of the batch interface (shared with the C core)
 OP_LOAD, OP_STORE, OP_NTSTORE, OP_CLFLUSH, OP_CLFLUSHOPT, OP_CLWB = 0, 1, 2, 3, 4, 5
 OP_SFENCE, OP_MFENCE, OP_PCOMMIT, OP_CAS, OP_XCHG, OP_WORK, OP_MARK, OP_PB = (
     6, 7, 8, 9, 10, 11, 12, 13)
+OP_XBEGIN, OP_XEND, OP_XABORT, OP_XSTATUS, OP_RDTSC = 14, 15, 16, 17, 18
+"""HTM op codes: xend, xstatus and rdtsc return their result; xabort's code is ``aux``."""
 
 BATCH_DTYPE = np.dtype([("op", "u1"), ("pad", "u1"), ("tid", "u2"), ("aux", "u4"),
                         ("addr", "u8"), ("value", "u8"), ("arg", "u8")])
-"""One operation of a batch: ``arg`` is CAS's new value, work's ns (float bits) or unused."""
+"""One operation of a batch: ``arg`` is CAS's new value, work's ns (float bits) or unused;
+``aux`` is a marker's or xabort's code."""
 
 _WB_EVICT, _WB_FLUSH, _WB_NT = 0, 1, 2
 
@@ -109,6 +116,31 @@ def as_ns(ns: Any) -> float:
         raise ConfigError(f"work({ns!r}): the duration must be in [0, {MAX_WORK_NS:g}] ns "
                           "(clocks never move backwards, and must stay finite)")
     return f
+
+
+def check_tid(cfg: MachineConfig, tid: Any) -> int:
+    """``tid`` if it names a thread of the machine, else the ConfigError both engines raise."""
+    n = cfg.cores
+    if not isinstance(tid, int) or not 0 <= tid < n:
+        raise ConfigError(f"thread {tid} does not exist: the machine has {n} cores "
+                          f"(threads 0..{n - 1})")
+    return tid
+
+
+def as_code(code: Any) -> int:
+    """An xabort code: an int in 0..255."""
+    return as_int(code, "xabort code", 0xFF, "an int in 0..255 (an 8-bit abort code)")
+
+
+def tsc(cfg: MachineConfig, tid: int, clock: float) -> int:
+    """What rdtsc reads at ``clock`` on core ``tid``: int((clock + skew) * tsc_ghz), clamped
+    to 0..2**64-1 (the C core computes the same in the same order)."""
+    t = (clock + cfg.htm.skew(tid)) * cfg.htm.tsc_ghz
+    if not t >= 0.0:
+        return 0
+    if t >= 18446744073709551616.0:
+        return U64
+    return int(t)
 
 
 def check_counter(name: str) -> None:
@@ -172,9 +204,14 @@ class PyEngine:
         self.wpq_idx = 0
         self.bank_free = [0.0] * cfg.pm.banks
         self._trace: list[tuple] = []
+        self.htm = H.HtmState(cfg, self._bump)
+
+    def _bump(self, tid: int, name: str) -> None:
+        self.stats[tid][name] += 1
 
     def reset_volatile(self) -> None:
-        """Power cycle: empty caches and WPQ, zero clocks, stats, trace and DRAM; keep PM."""
+        """Power cycle: empty caches and WPQ, zero clocks, stats, trace, DRAM and transactions;
+        keep PM."""
         mem = self.mem
         self.__init__(self.cfg)  # type: ignore[misc]
         for i, arr in enumerate(mem.arrays):
@@ -261,8 +298,11 @@ class PyEngine:
         if victim is not None and victim[1]:
             self._evict_to(tid, level, victim[0])
 
-    def _access(self, tid: int, line: int, write: bool) -> tuple[float, int]:
-        """Run one access through the hierarchy; return (latency, level that hit: 1-4)."""
+    def _access(self, tid: int, line: int, write: bool, dirty: bool = True) -> tuple[float, int]:
+        """Run one access through the hierarchy; return (latency, level that hit: 1-4).
+
+        A write takes the line for writing (other copies invalidated) and, when ``dirty``,
+        marks it dirty in L1 (a transactional store does not: its data is buffered)."""
         cfg = self.cfg
         st = self.stats[tid]
         l1, l2 = self.l1[tid], self.l2[tid]
@@ -310,7 +350,8 @@ class PyEngine:
             if self._snoop_invalidate(tid, line):
                 st["snoops"] += 1
                 lat += cfg.costs.snoop_ns
-            self.l1[tid].lookup(line)[0] = 1  # type: ignore[index]
+            if dirty:
+                self.l1[tid].lookup(line)[0] = 1  # type: ignore[index]
         return lat, level
 
     def _snoop_downgrade(self, tid: int, line: int) -> bool:
@@ -365,16 +406,36 @@ class PyEngine:
     # -- instructions --------------------------------------------------------------------------
     def load(self, tid: int, addr: int) -> int:
         r, w = self.mem.locate(addr)
+        mode = self.htm.access(tid, int(addr), H.READ) if self.htm.active else H.PLAIN
+        if mode == H.SKIP:
+            return 0
         lat, _ = self._access(tid, addr >> 6, False)
         self.clock[tid] += lat
         self.stats[tid]["loads"] += 1
+        if mode == H.TX:
+            v = self.htm.buffered(tid, int(addr))
+            if v is not None:
+                return v
         return int(self.mem.arrays[r][w])
+
+    def _tx_store(self, tid: int, addr: int, value: int, counter: str) -> None:
+        """A transactional store (or movnt): timed like a store, the value buffered."""
+        lat, level = self._access(tid, addr >> 6, True, False)
+        self.clock[tid] += self.cfg.costs.store_ns if level == 1 else lat
+        self.stats[tid][counter] += 1
+        self.htm.buffer(tid, addr, value)
 
     def store(self, tid: int, addr: int, value: int) -> None:
         r, w = self.mem.locate(addr)
         if value.__class__ is not int or not 0 <= value <= U64:
             value = as_word(value)
         addr = int(addr)
+        if self.htm.active:
+            mode = self.htm.access(tid, addr, H.WRITE)
+            if mode != H.PLAIN:
+                if mode == H.TX:
+                    self._tx_store(tid, addr, value, "stores")
+                return
         lat, level = self._access(tid, addr >> 6, True)
         self.clock[tid] += self.cfg.costs.store_ns if level == 1 else lat
         self.stats[tid]["stores"] += 1
@@ -387,6 +448,12 @@ class PyEngine:
         if value.__class__ is not int or not 0 <= value <= U64:
             value = as_word(value)
         addr = int(addr)
+        if self.htm.active:
+            mode = self.htm.access(tid, addr, H.WRITE)
+            if mode != H.PLAIN:
+                if mode == H.TX:  # movnt inside a transaction is a transactional store
+                    self._tx_store(tid, addr, value, "ntstores")
+                return
         line = addr >> 6
         self._flush_line(tid, line, True, _WB_NT)
         self.clock[tid] += self.cfg.costs.store_ns
@@ -405,6 +472,9 @@ class PyEngine:
         if addr.__class__ is not int:
             addr = as_int(addr, "address", valid=ADDRESS)
         r, _ = self.mem.locate(addr & ~7)
+        if self.htm.active and self.htm.access(
+                tid, addr, H.CLEAN if kind == Ev.CLWB else H.INVAL) == H.SKIP:
+            return
         line = addr >> 6
         self.clock[tid] += self.cfg.costs.flush_ns
         st = self.stats[tid]
@@ -474,11 +544,20 @@ class PyEngine:
             expected = as_word(expected, "expected value")
         value = as_word(value)
         addr = int(addr)
+        mode = self.htm.access(tid, addr, H.RMW) if self.htm.active else H.PLAIN
+        if mode == H.SKIP:
+            return 0
         self.clock[tid] += self.cfg.costs.rmw_ns
         self._fence_wait(tid)
-        lat, level = self._access(tid, addr >> 6, True)
+        lat, level = self._access(tid, addr >> 6, True, mode == H.PLAIN)
         self.clock[tid] += lat
         self.stats[tid]["rmws"] += 1
+        if mode == H.TX:
+            buffered = self.htm.buffered(tid, addr)
+            old = int(self.mem.arrays[r][w]) if buffered is None else buffered
+            if expected is None or old == expected:
+                self.htm.buffer(tid, addr, value)
+            return old
         old = int(self.mem.arrays[r][w])
         stored = expected is None or old == expected
         if stored:
@@ -525,6 +604,59 @@ class PyEngine:
             self.in_fixed_pb[tid] = False
             self.clock[tid] += cfg.barrier_ns
             self.stats[tid]["barrier_stall_ns"] += cfg.barrier_ns
+
+    # -- hardware transactions (see pmsim.hw.htm) -----------------------------------------------
+    def xbegin(self, tid: int) -> None:
+        """Start a hardware transaction on thread ``tid``."""
+        check_tid(self.cfg, tid)
+        self.htm.begin(tid)
+        self.clock[tid] += self.cfg.htm.xbegin_ns
+
+    def xend(self, tid: int) -> int:
+        """Commit thread ``tid``'s transaction (0), or end an aborted one (its abort status)."""
+        check_tid(self.cfg, tid)
+        h = self.htm
+        s = h.state[tid]
+        if s == H.NONE:
+            raise H.outside_error(tid)
+        if s == H.DOOMED:
+            self.clock[tid] += self.cfg.htm.abort_ns
+            return h.end_doomed(tid)
+        self.clock[tid] += self.cfg.htm.xend_ns
+        words, lines = h.commit(tid)
+        mem = self.mem
+        for addr, value in words:
+            r, w = mem.locate(addr)
+            mem.arrays[r][w] = value
+            if r == mem.pm_index:
+                self._emit(Ev.STORE, tid, 0, addr, value)
+        l1 = self.l1[tid]
+        for line in lines:
+            e = l1.lookup(line)
+            if e is not None:
+                e[0] = 1
+            else:  # evicted from L1 during the transaction: take it again
+                lat, _ = self._access(tid, line, True)
+                self.clock[tid] += lat
+        return 0
+
+    def xabort(self, tid: int, code: int) -> None:
+        """Abort thread ``tid``'s live transaction with an 8-bit code (nothing outside one)."""
+        check_tid(self.cfg, tid)
+        if code.__class__ is not int or not 0 <= code <= 0xFF:
+            code = as_code(code)
+        self.htm.abort(tid, code)
+
+    def xstatus(self, tid: int) -> int:
+        """0 while live or outside a transaction, else the abort status of a doomed one."""
+        check_tid(self.cfg, tid)
+        return self.htm.xstatus(tid)
+
+    def rdtsc(self, tid: int) -> int:
+        """The thread's TSC (its clock plus its core's skew, in TSC ticks); never conflicts."""
+        check_tid(self.cfg, tid)
+        self.clock[tid] += self.cfg.htm.rdtsc_ns
+        return tsc(self.cfg, tid, self.clock[tid])
 
     # -- clocks, stats, batches ----------------------------------------------------------------
     def get_clock(self, tid: int) -> float:
@@ -581,13 +713,26 @@ def run_batch(e: PyEngine | FunctionalEngine, ops: np.ndarray) -> np.ndarray:
             e.mark(tid, aux, value)
         elif op == OP_PB:
             e.persist_barrier(tid)
+        elif op == OP_XBEGIN:
+            e.xbegin(tid)
+        elif op == OP_XEND:
+            out[i] = e.xend(tid)
+        elif op == OP_XABORT:
+            e.xabort(tid, aux)
+        elif op == OP_XSTATUS:
+            out[i] = e.xstatus(tid)
+        elif op == OP_RDTSC:
+            out[i] = e.rdtsc(tid)
         else:
             raise ConfigError(f"batch op {i}: unknown op code {op}")
     return out
 
 
 FUNCTIONAL_COUNTERS = ("loads", "stores", "ntstores", "rmws", "clflush", "clflushopt", "clwb",
-                       "sfence", "mfence", "pcommit", "persist_barriers")
+                       "sfence", "mfence", "pcommit", "persist_barriers", "htm_begins",
+                       "htm_commits", "htm_aborts_conflict", "htm_aborts_capacity",
+                       "htm_aborts_explicit", "htm_aborts_flush", "htm_aborts_lock",
+                       "htm_false_sharing")
 """The statistics the functional engines keep (the rest stay zero)."""
 
 
@@ -609,6 +754,10 @@ class FunctionalEngine:
         self.clock = [0.0] * n
         self.counts = [dict.fromkeys(FUNCTIONAL_COUNTERS, 0) for _ in range(n)]
         self._trace: list[tuple] = []
+        self.htm = H.HtmState(self.cfg, self._bump)
+
+    def _bump(self, tid: int, name: str) -> None:
+        self.counts[tid][name] += 1
 
     def _check_tid(self, tid: int) -> dict[str, int]:
         """The counters of thread ``tid``, or the ConfigError the C engine raises."""
@@ -619,7 +768,7 @@ class FunctionalEngine:
         return self.counts[tid]
 
     def reset_volatile(self) -> None:
-        """Power cycle: zero clocks, counters, trace and DRAM; keep PM."""
+        """Power cycle: zero clocks, counters, trace, DRAM and transactions; keep PM."""
         for i, arr in enumerate(self.mem.arrays):
             if i != self._pm:
                 arr[:] = 0
@@ -641,7 +790,16 @@ class FunctionalEngine:
     # -- instructions --------------------------------------------------------------------------
     def load(self, tid: int, addr: int) -> int:
         r, w = self.mem.locate(addr)
-        self._check_tid(tid)["loads"] += 1
+        c = self._check_tid(tid)
+        if self.htm.active:
+            mode = self.htm.access(tid, int(addr), H.READ)
+            if mode == H.SKIP:
+                return 0
+            if mode == H.TX:
+                c["loads"] += 1
+                v = self.htm.buffered(tid, int(addr))
+                return int(self.mem.arrays[r][w]) if v is None else v
+        c["loads"] += 1
         return int(self.mem.arrays[r][w])
 
     def _write(self, tid: int, addr: int, value: int, kind: Ev, counter: str) -> None:
@@ -650,6 +808,13 @@ class FunctionalEngine:
         if value.__class__ is not int or not 0 <= value <= U64:
             value = as_word(value)
         addr = int(addr)
+        if self.htm.active:
+            mode = self.htm.access(tid, addr, H.WRITE)
+            if mode != H.PLAIN:
+                if mode == H.TX:
+                    c[counter] += 1
+                    self.htm.buffer(tid, addr, value)
+                return
         self.mem.arrays[r][w] = value
         c[counter] += 1
         if r == self._pm:
@@ -665,7 +830,11 @@ class FunctionalEngine:
         if addr.__class__ is not int:
             addr = as_int(addr, "address", valid=ADDRESS)
         r, _ = self.mem.locate(addr & ~7)
-        self._check_tid(tid)[kind.name.lower()] += 1
+        c = self._check_tid(tid)
+        if self.htm.active and self.htm.access(
+                tid, addr, H.CLEAN if kind == Ev.CLWB else H.INVAL) == H.SKIP:
+            return
+        c[kind.name.lower()] += 1
         if r == self._pm:
             self._emit(kind, tid, 0, addr >> 6 << 6, 0)
 
@@ -698,6 +867,17 @@ class FunctionalEngine:
         value = as_word(value)
         addr = int(addr)
         arr = self.mem.arrays[r]
+        if self.htm.active:
+            mode = self.htm.access(tid, addr, H.RMW)
+            if mode == H.SKIP:
+                return 0
+            if mode == H.TX:
+                c["rmws"] += 1
+                buffered = self.htm.buffered(tid, addr)
+                old = int(arr[w]) if buffered is None else buffered
+                if expected is None or old == expected:
+                    self.htm.buffer(tid, addr, value)
+                return old
         old = int(arr[w])
         stored = expected is None or old == expected
         if stored:
@@ -738,6 +918,42 @@ class FunctionalEngine:
             self.sfence(tid)
         elif domain == "pdom1":
             self.sfence(tid)
+
+    # -- hardware transactions (untimed: the same decisions, values and trace) ------------------
+    def xbegin(self, tid: int) -> None:
+        self._check_tid(tid)
+        self.htm.begin(tid)
+
+    def xend(self, tid: int) -> int:
+        self._check_tid(tid)
+        h = self.htm
+        s = h.state[tid]
+        if s == H.NONE:
+            raise H.outside_error(tid)
+        if s == H.DOOMED:
+            return h.end_doomed(tid)
+        words, _ = h.commit(tid)
+        mem = self.mem
+        for addr, value in words:
+            r, w = mem.locate(addr)
+            mem.arrays[r][w] = value
+            if r == self._pm:
+                self._emit(Ev.STORE, tid, 0, addr, value)
+        return 0
+
+    def xabort(self, tid: int, code: int) -> None:
+        self._check_tid(tid)
+        if code.__class__ is not int or not 0 <= code <= 0xFF:
+            code = as_code(code)
+        self.htm.abort(tid, code)
+
+    def xstatus(self, tid: int) -> int:
+        self._check_tid(tid)
+        return self.htm.xstatus(tid)
+
+    def rdtsc(self, tid: int) -> int:
+        self._check_tid(tid)
+        return tsc(self.cfg, tid, self.clock[tid])
 
     # -- clocks, stats, batches ----------------------------------------------------------------
     def get_clock(self, tid: int) -> float:

@@ -31,7 +31,7 @@ RUNTIMES: dict[str, type[Runtime]] = {}
 MUTANTS: dict[str, Mutant] = {}
 """Registered mutants by name (``undo:U1`` ...); each is also in RUNTIMES."""
 
-BUILTIN = ("undo", "redo", "cow", "stm")
+BUILTIN = ("undo", "redo", "cow", "stm", "htm", "dudetx")
 """Modules of pmsim.runtimes imported (for their registrations) before a name is looked up."""
 
 

@@ -19,7 +19,8 @@ enum { EV_STORE = 1, EV_NTSTORE = 2, EV_RMW = 3, EV_CLFLUSH = 4, EV_CLFLUSHOPT =
        EV_CLWB = 6, EV_SFENCE = 7, EV_MFENCE = 8, EV_PCOMMIT = 9, EV_WB = 10, EV_MARK = 11 };
 /* batch op codes (pmsim.hw.reference.OP_*) */
 enum { OP_LOAD, OP_STORE, OP_NTSTORE, OP_CLFLUSH, OP_CLFLUSHOPT, OP_CLWB, OP_SFENCE,
-       OP_MFENCE, OP_PCOMMIT, OP_CAS, OP_XCHG, OP_WORK, OP_MARK, OP_PB };
+       OP_MFENCE, OP_PCOMMIT, OP_CAS, OP_XCHG, OP_WORK, OP_MARK, OP_PB, OP_XBEGIN, OP_XEND,
+       OP_XABORT, OP_XSTATUS, OP_RDTSC };
 /* write-back causes (aux of a WB event) */
 enum { WB_EVICT = 0, WB_FLUSH = 1, WB_NT = 2 };
 /* most events one instruction can append (accesses may evict through three levels and a
@@ -38,6 +39,40 @@ typedef struct cache {
     uint64_t used;  /* valid lines: snoops skip caches that hold none */
 } cache;
 
+/* ---- hardware transactions (pmsim/hw/htm.py) ------------------------------------------- */
+
+enum { HTM_NONE = 0, HTM_LIVE = 1, HTM_DOOMED = 2 };
+/* access kinds: load; store/movnt; CAS/xchg; clwb; clflush(opt) */
+enum { ACC_READ = 0, ACC_WRITE = 1, ACC_RMW = 2, ACC_CLEAN = 3, ACC_INVAL = 4 };
+/* what an instruction does with an access: as usual, transactionally, or not at all */
+enum { MODE_PLAIN = 0, MODE_TX = 1, MODE_SKIP = 2 };
+/* abort status bits (RTM's EAX layout; bit 6 is pmsim's flush abort) and the lock-busy code */
+enum { XABORT_EXPLICIT = 1, XABORT_RETRY = 2, XABORT_CONFLICT = 4, XABORT_CAPACITY = 8,
+       XABORT_FLUSH = 64, XABORT_LOCK_BUSY = 0xFF };
+
+/* One line a transaction touched: the words it read, wrote (for conflicts) and buffered. */
+typedef struct htm_line {
+    uint64_t line;
+    uint64_t words[8]; /* buffered values of the words in dmask */
+    uint32_t slot;     /* its slot in the index */
+    uint8_t rmask, wmask, dmask;
+} htm_line;
+
+/* One thread's transaction. lines[] holds every touched line in first-touch order, written[]
+   the written ones (indices into lines[]) in first-write order; index[] is an open-addressing
+   table line -> position + 1 (0: empty), kept at most half full; setcount[] counts written
+   lines per L1 set. The arrays grow on demand and are kept between transactions. */
+typedef struct htm_tx {
+    int state;
+    uint32_t status;
+    htm_line *lines;
+    uint32_t *written;
+    uint32_t nlines, nread, nwritten, cap;
+    uint32_t *index;
+    uint32_t index_mask; /* slots - 1; 0 before the first allocation */
+    uint16_t *setcount;
+} htm_tx;
+
 struct pm_machine {
     pm_config cfg;
     cache *l1, *l2;
@@ -55,6 +90,9 @@ struct pm_machine {
     pm_event *tr;
     size_t tlen, tcap;
     int err;
+    htm_tx *htm;
+    int htm_active; /* threads in a transaction (live or doomed) */
+    int htm_live;   /* threads in a live transaction */
 };
 
 /* ---- caches --------------------------------------------------------------------------- */
@@ -173,18 +211,26 @@ static inline int bad_tid(const pm_machine *m, int tid)
     return tid < 0 || tid >= m->cfg.cores;
 }
 
-/* Make room for the events of one instruction; 0 on success. */
-static inline int reserve(pm_machine *m)
+/* Make room for n more events; 0 on success. */
+static int reserve_n(pm_machine *m, size_t n)
 {
-    if (m->tcap - m->tlen >= EVENTS_PER_OP)
+    if (m->tcap - m->tlen >= n)
         return 0;
     size_t cap = m->tcap * 2;
+    while (cap - m->tlen < n)
+        cap *= 2;
     pm_event *t = realloc(m->tr, cap * sizeof(pm_event));
     if (t == NULL)
         return PM_ERR_NOMEM;
     m->tr = t;
     m->tcap = cap;
     return 0;
+}
+
+/* Make room for the events of one instruction; 0 on success. */
+static inline int reserve(pm_machine *m)
+{
+    return m->tcap - m->tlen >= EVENTS_PER_OP ? 0 : reserve_n(m, EVENTS_PER_OP);
 }
 
 static inline void emit(pm_machine *m, int kind, int tid, uint32_t aux, uint64_t addr,
@@ -340,7 +386,9 @@ static inline int snoop_invalidate(pm_machine *m, int tid, uint64_t line)
     return hit;
 }
 
-/* Run one access through the hierarchy; return the latency and the level that hit (1-4). */
+/* Run one access through the hierarchy; return the latency and the level that hit (1-4).
+   write: 0 a read; 1 a write (other copies invalidated, the L1 copy dirty); 2 a
+   transactional write (other copies invalidated, the data buffered: the L1 copy unchanged). */
 static inline double mem_access(pm_machine *m, int tid, uint64_t line, int write, int *level_out)
 {
     const pm_config *c = &m->cfg;
@@ -397,9 +445,11 @@ static inline double mem_access(pm_machine *m, int tid, uint64_t line, int write
             st->snoops += 1;
             lat += c->snoop_ns;
         }
-        if (e == NULL)
-            e = cache_lookup(l1, line);
-        *e |= 1;
+        if (write == 1) {
+            if (e == NULL)
+                e = cache_lookup(l1, line);
+            *e |= 1;
+        }
     }
     *level_out = level;
     return lat;
@@ -429,6 +479,221 @@ static double flush_line(pm_machine *m, int tid, uint64_t line, int invalidate, 
     return write_back_memory(m, tid, line, cause);
 }
 
+/* ---- hardware transactions: sets, conflicts, capacity --------------------------------- */
+
+static inline uint32_t line_hash(uint64_t line)
+{
+    return (uint32_t)((line * 0x9E3779B97F4A7C15ULL) >> 32);
+}
+
+static htm_line *htm_find(const htm_tx *h, uint64_t line)
+{
+    if (h->nlines == 0)
+        return NULL;
+    uint32_t mask = h->index_mask;
+    for (uint32_t i = line_hash(line) & mask;; i = (i + 1) & mask) {
+        uint32_t k = h->index[i];
+        if (k == 0)
+            return NULL;
+        if (h->lines[k - 1].line == line)
+            return &h->lines[k - 1];
+    }
+}
+
+static inline void htm_index_insert(htm_tx *h, uint32_t k)
+{
+    uint32_t i = line_hash(h->lines[k].line) & h->index_mask;
+    while (h->index[i])
+        i = (i + 1) & h->index_mask;
+    h->index[i] = k + 1;
+    h->lines[k].slot = i;
+}
+
+/* Room for one more line; 0, or PM_ERR_NOMEM with the transaction unchanged. */
+static int htm_reserve(pm_machine *m, htm_tx *h)
+{
+    if (h->setcount == NULL) {
+        h->setcount = calloc(m->cfg.l1_sets, sizeof(uint16_t));
+        if (h->setcount == NULL)
+            return PM_ERR_NOMEM;
+    }
+    if (h->nlines == h->cap) {
+        size_t cap = h->cap ? (size_t)h->cap * 2 : 16;
+        htm_line *l = realloc(h->lines, cap * sizeof(htm_line));
+        if (l == NULL)
+            return PM_ERR_NOMEM;
+        h->lines = l;
+        uint32_t *w = realloc(h->written, cap * sizeof(uint32_t));
+        if (w == NULL)
+            return PM_ERR_NOMEM;
+        h->written = w;
+        h->cap = (uint32_t)cap;
+    }
+    if (2 * ((size_t)h->nlines + 1) > (size_t)h->index_mask + 1) {
+        size_t slots = h->index_mask ? 2 * ((size_t)h->index_mask + 1) : 32;
+        uint32_t *idx = calloc(slots, sizeof(uint32_t));
+        if (idx == NULL)
+            return PM_ERR_NOMEM;
+        free(h->index);
+        h->index = idx;
+        h->index_mask = (uint32_t)(slots - 1);
+        for (uint32_t k = 0; k < h->nlines; k++)
+            htm_index_insert(h, k);
+    }
+    return 0;
+}
+
+static inline uint64_t l1_set(const pm_machine *m, uint64_t line)
+{
+    return line & ((uint64_t)m->cfg.l1_sets - 1);
+}
+
+/* Forget a transaction's sets and buffered stores. */
+static void htm_clear(pm_machine *m, htm_tx *h)
+{
+    for (uint32_t k = 0; k < h->nlines; k++)
+        h->index[h->lines[k].slot] = 0;
+    for (uint32_t k = 0; k < h->nwritten; k++)
+        h->setcount[l1_set(m, h->lines[h->written[k]].line)] = 0;
+    h->nlines = h->nread = h->nwritten = 0;
+}
+
+/* Abort thread tid's live transaction with status (HtmState.doom). */
+static void htm_doom(pm_machine *m, int tid, uint32_t status)
+{
+    htm_tx *h = &m->htm[tid];
+    pm_stats *st = &m->st[tid];
+    h->state = HTM_DOOMED;
+    h->status = status;
+    m->htm_live--;
+    htm_clear(m, h);
+    if (status & XABORT_EXPLICIT) {
+        if (((status >> 24) & 0xFF) == XABORT_LOCK_BUSY)
+            st->htm_aborts_lock += 1;
+        else
+            st->htm_aborts_explicit += 1;
+    } else if (status & XABORT_CONFLICT) {
+        st->htm_aborts_conflict += 1;
+    } else if (status & XABORT_CAPACITY) {
+        st->htm_aborts_capacity += 1;
+    } else {
+        st->htm_aborts_flush += 1;
+    }
+}
+
+/* Add an access to a live transaction's sets (room reserved): 1, or 0 after a capacity abort. */
+static int htm_track(pm_machine *m, int tid, uint64_t line, uint8_t bit, int rd, int wr)
+{
+    htm_tx *h = &m->htm[tid];
+    htm_line *e = htm_find(h, line);
+    int new_r = rd && (e == NULL || e->rmask == 0);
+    int new_w = wr && (e == NULL || e->wmask == 0);
+    uint64_t set = l1_set(m, line);
+    if ((new_r && h->nread >= m->cfg.htm_read_lines)
+        || (new_w && (h->nwritten >= m->cfg.htm_write_lines
+                      || h->setcount[set] >= m->cfg.l1_ways))) {
+        htm_doom(m, tid, XABORT_CAPACITY);
+        return 0;
+    }
+    if (e == NULL) {
+        uint32_t k = h->nlines++;
+        e = &h->lines[k];
+        e->line = line;
+        e->rmask = e->wmask = e->dmask = 0;
+        htm_index_insert(h, k);
+    }
+    if (rd) {
+        h->nread += (uint32_t)new_r;
+        e->rmask |= bit;
+    }
+    if (wr) {
+        if (new_w) {
+            h->written[h->nwritten++] = (uint32_t)(e - h->lines);
+            h->setcount[set] += 1;
+        }
+        e->wmask |= bit;
+    }
+    return 1;
+}
+
+/* Abort every other live transaction the access conflicts with (requester wins). */
+static void htm_conflicts(pm_machine *m, int tid, uint64_t line, uint8_t bit, int kind)
+{
+    for (int u = 0; u < m->cfg.cores; u++) {
+        const htm_tx *h = &m->htm[u];
+        if (u == tid || h->state != HTM_LIVE)
+            continue;
+        const htm_line *e = htm_find(h, line);
+        if (e == NULL)
+            continue;
+        uint8_t mask = kind == ACC_READ || kind == ACC_CLEAN ? e->wmask
+                                                             : (uint8_t)(e->wmask | e->rmask);
+        if (!mask)
+            continue;
+        htm_doom(m, u, XABORT_CONFLICT | XABORT_RETRY);
+        if (!(mask & bit))
+            m->st[u].htm_false_sharing += 1;
+    }
+}
+
+/* Track and check an access (HtmState.access): MODE_*, or -PM_ERR_NOMEM with nothing
+   changed. Called only while some thread is in a transaction. */
+static int htm_access(pm_machine *m, int tid, uint64_t addr, int kind)
+{
+    htm_tx *h = &m->htm[tid];
+    int s = h->state;
+    if (s == HTM_DOOMED)
+        return MODE_SKIP;
+    uint64_t line = addr >> LINE_SHIFT;
+    uint8_t bit = kind >= ACC_CLEAN ? 0xFF : (uint8_t)(1u << ((addr >> 3) & 7));
+    if (s == HTM_LIVE) {
+        if (kind >= ACC_CLEAN) {
+            const htm_line *e = m->cfg.htm_any_flush ? NULL : htm_find(h, line);
+            if (m->cfg.htm_any_flush || (e != NULL && e->wmask)) {
+                htm_doom(m, tid, XABORT_FLUSH);
+                return MODE_SKIP;
+            }
+        } else {
+            int err = htm_reserve(m, h);
+            if (err)
+                return -err;
+            if (!htm_track(m, tid, line, bit, kind != ACC_WRITE, kind != ACC_READ))
+                return MODE_SKIP;
+        }
+    }
+    if (m->htm_live > (s == HTM_LIVE ? 1 : 0))
+        htm_conflicts(m, tid, line, bit, kind);
+    return s == HTM_LIVE && kind < ACC_CLEAN ? MODE_TX : MODE_PLAIN;
+}
+
+/* The live transaction's buffered word at addr (its line is in the sets), if any. */
+static inline int htm_buffered(const pm_machine *m, int tid, uint64_t addr, uint64_t *value)
+{
+    const htm_line *e = htm_find(&m->htm[tid], addr >> LINE_SHIFT);
+    unsigned j = (unsigned)(addr >> 3) & 7;
+    if (e == NULL || !((e->dmask >> j) & 1))
+        return 0;
+    *value = e->words[j];
+    return 1;
+}
+
+static inline void htm_buffer(pm_machine *m, int tid, uint64_t addr, uint64_t value)
+{
+    htm_line *e = htm_find(&m->htm[tid], addr >> LINE_SHIFT);
+    unsigned j = (unsigned)(addr >> 3) & 7;
+    e->words[j] = value;
+    e->dmask |= (uint8_t)(1u << j);
+}
+
+/* The access mode of an instruction, or an error (as a negative number). */
+#define HTM_MODE(m, tid, addr, kind)                                 \
+    int mode = MODE_PLAIN;                                           \
+    if ((m)->htm_active) {                                           \
+        mode = htm_access((m), (tid), (addr), (kind));               \
+        if (mode < 0)                                                \
+            return -mode;                                            \
+    }
+
 /* ---- instructions -------------------------------------------------------------------- */
 
 /* Validate an access: the address (checked first, as the reference does) and the thread. */
@@ -445,13 +710,34 @@ static inline int do_load(pm_machine *m, int tid, uint64_t addr, uint64_t *out)
 {
     int pm;
     CHECK_ACCESS(m, tid, addr, w, pm);
+    HTM_MODE(m, tid, addr, ACC_READ);
+    if (mode == MODE_SKIP) {
+        *out = 0;
+        return 0;
+    }
     pm_stats *st = &m->st[tid];
     if (m->cfg.timed) {
         int level;
         st->time_ns += mem_access(m, tid, addr >> LINE_SHIFT, 0, &level);
     }
     st->loads += 1;
+    if (mode == MODE_TX && htm_buffered(m, tid, addr, out))
+        return 0;
     *out = *w;
+    return 0;
+}
+
+/* A transactional store (or movnt): timed like a store, the value buffered. */
+static int tx_store(pm_machine *m, int tid, uint64_t addr, uint64_t value, uint64_t *counter)
+{
+    pm_stats *st = &m->st[tid];
+    if (m->cfg.timed) {
+        int level;
+        double lat = mem_access(m, tid, addr >> LINE_SHIFT, 2, &level);
+        st->time_ns += level == 1 ? m->cfg.store_ns : lat;
+    }
+    *counter += 1;
+    htm_buffer(m, tid, addr, value);
     return 0;
 }
 
@@ -459,6 +745,9 @@ static inline int do_store(pm_machine *m, int tid, uint64_t addr, uint64_t value
 {
     int pm;
     CHECK_ACCESS(m, tid, addr, w, pm);
+    HTM_MODE(m, tid, addr, ACC_WRITE);
+    if (mode != MODE_PLAIN)
+        return mode == MODE_TX ? tx_store(m, tid, addr, value, &m->st[tid].stores) : 0;
     pm_stats *st = &m->st[tid];
     if (m->cfg.timed) {
         int level;
@@ -476,6 +765,9 @@ static int do_ntstore(pm_machine *m, int tid, uint64_t addr, uint64_t value)
 {
     int pm;
     CHECK_ACCESS(m, tid, addr, w, pm);
+    HTM_MODE(m, tid, addr, ACC_WRITE);
+    if (mode != MODE_PLAIN) /* movnt inside a transaction is a transactional store */
+        return mode == MODE_TX ? tx_store(m, tid, addr, value, &m->st[tid].ntstores) : 0;
     pm_stats *st = &m->st[tid];
     if (!m->cfg.timed) {
         st->ntstores += 1;
@@ -506,6 +798,9 @@ static int do_flush(pm_machine *m, int tid, uint64_t addr, int kind)
     int pm;
     CHECK_ACCESS(m, tid, addr & ~(uint64_t)7, w, pm);
     (void)w;
+    HTM_MODE(m, tid, addr, kind == EV_CLWB ? ACC_CLEAN : ACC_INVAL);
+    if (mode == MODE_SKIP)
+        return 0;
     uint64_t line = addr >> LINE_SHIFT;
     pm_stats *st = &m->st[tid];
     if (m->cfg.timed)
@@ -601,14 +896,28 @@ static int do_rmw(pm_machine *m, int tid, uint64_t addr, int has_expected, uint6
 {
     int pm;
     CHECK_ACCESS(m, tid, addr, w, pm);
+    HTM_MODE(m, tid, addr, ACC_RMW);
+    if (mode == MODE_SKIP) {
+        *old_out = 0;
+        return 0;
+    }
     pm_stats *st = &m->st[tid];
     if (m->cfg.timed) {
         st->time_ns += m->cfg.rmw_ns;
         fence_wait(m, tid);
         int level;
-        st->time_ns += mem_access(m, tid, addr >> LINE_SHIFT, 1, &level);
+        st->time_ns += mem_access(m, tid, addr >> LINE_SHIFT, mode == MODE_TX ? 2 : 1, &level);
     }
     st->rmws += 1;
+    if (mode == MODE_TX) {
+        uint64_t old;
+        if (!htm_buffered(m, tid, addr, &old))
+            old = *w;
+        if (!has_expected || old == expected)
+            htm_buffer(m, tid, addr, value);
+        *old_out = old;
+        return 0;
+    }
     uint64_t old = *w;
     int stored = !has_expected || old == expected;
     if (stored)
@@ -674,6 +983,133 @@ static int do_persist_barrier(pm_machine *m, int tid)
     return 0;
 }
 
+static int do_xbegin(pm_machine *m, int tid)
+{
+    if (bad_tid(m, tid))
+        return PM_ERR_TID;
+    htm_tx *h = &m->htm[tid];
+    if (h->state != HTM_NONE)
+        return PM_ERR_HTM;
+    h->state = HTM_LIVE;
+    m->htm_active++;
+    m->htm_live++;
+    m->st[tid].htm_begins += 1;
+    if (m->cfg.timed)
+        m->st[tid].time_ns += m->cfg.xbegin_ns;
+    return 0;
+}
+
+static inline int popcount8(uint8_t x)
+{
+    int n = 0;
+    for (; x; x &= (uint8_t)(x - 1))
+        n++;
+    return n;
+}
+
+/* Commit a live transaction (*out = 0) or end a doomed one (*out = its abort status). */
+static int do_xend(pm_machine *m, int tid, uint64_t *out)
+{
+    if (bad_tid(m, tid))
+        return PM_ERR_TID;
+    htm_tx *h = &m->htm[tid];
+    pm_stats *st = &m->st[tid];
+    if (h->state == HTM_NONE)
+        return PM_ERR_HTM;
+    if (h->state == HTM_DOOMED) {
+        if (m->cfg.timed)
+            st->time_ns += m->cfg.xabort_ns;
+        *out = h->status;
+        h->state = HTM_NONE;
+        h->status = 0;
+        m->htm_active--;
+        return 0;
+    }
+    size_t words = 0;
+    for (uint32_t k = 0; k < h->nwritten; k++)
+        words += (size_t)popcount8(h->lines[h->written[k]].dmask);
+    if (reserve_n(m, words + (size_t)EVENTS_PER_OP * h->nwritten))
+        return PM_ERR_NOMEM;
+    if (m->cfg.timed)
+        st->time_ns += m->cfg.xend_ns;
+    st->htm_commits += 1;
+    for (uint32_t k = 0; k < h->nwritten; k++) {
+        const htm_line *e = &h->lines[h->written[k]];
+        for (unsigned j = 0; j < 8; j++) {
+            if (!((e->dmask >> j) & 1))
+                continue;
+            uint64_t addr = (e->line << LINE_SHIFT) | ((uint64_t)j << 3);
+            int pm;
+            uint64_t *w = locate(m, addr, &pm);
+            *w = e->words[j];
+            if (pm)
+                emit(m, EV_STORE, tid, 0, addr, e->words[j]);
+        }
+    }
+    if (m->cfg.timed) {
+        for (uint32_t k = 0; k < h->nwritten; k++) {
+            const htm_line *e = &h->lines[h->written[k]];
+            if (!e->dmask)
+                continue;
+            uint64_t *p = cache_lookup(&m->l1[tid], e->line);
+            if (p != NULL) {
+                *p |= 1;
+            } else { /* evicted from L1 during the transaction: take it again */
+                int level;
+                st->time_ns += mem_access(m, tid, e->line, 1, &level);
+            }
+        }
+    }
+    htm_clear(m, h);
+    h->state = HTM_NONE;
+    m->htm_active--;
+    m->htm_live--;
+    *out = 0;
+    return 0;
+}
+
+static int do_xabort(pm_machine *m, int tid, uint32_t code)
+{
+    if (bad_tid(m, tid))
+        return PM_ERR_TID;
+    if (code > 0xFF)
+        return PM_ERR_VALUE;
+    if (m->htm[tid].state == HTM_LIVE)
+        htm_doom(m, tid, XABORT_EXPLICIT | code << 24);
+    return 0;
+}
+
+static inline uint64_t htm_status(const pm_machine *m, int tid)
+{
+    return m->htm[tid].state == HTM_DOOMED ? m->htm[tid].status : 0;
+}
+
+/* The TSC: (clock + skew) * tsc_ghz truncated, clamped to 0..UINT64_MAX (reference.tsc). */
+static int do_rdtsc(pm_machine *m, int tid, uint64_t *out)
+{
+    if (bad_tid(m, tid))
+        return PM_ERR_TID;
+    pm_stats *st = &m->st[tid];
+    if (m->cfg.timed)
+        st->time_ns += m->cfg.rdtsc_ns;
+    double t = (st->time_ns + m->cfg.tsc_skew[tid]) * m->cfg.tsc_ghz;
+    if (!(t >= 0.0))
+        *out = 0;
+    else if (t >= 18446744073709551616.0)
+        *out = UINT64_MAX;
+    else
+        *out = (uint64_t)t;
+    return 0;
+}
+
+static void htm_free(htm_tx *h)
+{
+    free(h->lines);
+    free(h->written);
+    free(h->index);
+    free(h->setcount);
+}
+
 /* ---- public entry points ------------------------------------------------------------- */
 
 pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const uint64_t *sizes,
@@ -696,10 +1132,11 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->rbase = calloc(r, sizeof(uint64_t));
     m->rend = calloc(r, sizeof(uint64_t));
     m->rwords = calloc(r, sizeof(uint64_t *));
+    m->htm = calloc((size_t)n, sizeof(htm_tx));
     m->tcap = TRACE_INITIAL;
     m->tr = malloc(m->tcap * sizeof(pm_event));
     int ok = m->l1 && m->l2 && m->st && m->pending && m->pcommit_wait && m->in_fixed_pb
-             && m->ring && m->bank_free && m->rbase && m->rend && m->rwords && m->tr;
+             && m->ring && m->bank_free && m->rbase && m->rend && m->rwords && m->tr && m->htm;
     ok = ok && cache_init(&m->llc, cfg->llc_sets, cfg->llc_ways);
     for (int i = 0; ok && i < n; i++)
         ok = cache_init(&m->l1[i], cfg->l1_sets, cfg->l1_ways)
@@ -727,6 +1164,8 @@ void pm_machine_free(pm_machine *m)
             cache_free(&m->l1[i]);
         if (m->l2)
             cache_free(&m->l2[i]);
+        if (m->htm)
+            htm_free(&m->htm[i]);
     }
     cache_free(&m->llc);
     free(m->l1);
@@ -741,6 +1180,7 @@ void pm_machine_free(pm_machine *m)
     free(m->rend);
     free(m->rwords);
     free(m->tr);
+    free(m->htm);
     free(m);
 }
 
@@ -772,6 +1212,12 @@ void pm_reset_volatile(pm_machine *m)
     memset(m->bank_free, 0, m->cfg.banks * sizeof(double));
     m->ring_idx = 0;
     m->err = 0;
+    for (int i = 0; i < n; i++) {
+        htm_clear(m, &m->htm[i]);
+        m->htm[i].state = HTM_NONE;
+        m->htm[i].status = 0;
+    }
+    m->htm_active = m->htm_live = 0;
     pm_trace_reset(m);
     for (uint32_t i = 0; i < m->cfg.nregions; i++)
         if (i != m->cfg.pm_index)
@@ -857,6 +1303,35 @@ int pm_mark(pm_machine *m, int tid, uint32_t code, uint64_t value)
 int pm_persist_barrier(pm_machine *m, int tid)
 {
     return do_persist_barrier(m, tid);
+}
+
+int pm_xbegin(pm_machine *m, int tid)
+{
+    return do_xbegin(m, tid);
+}
+
+int64_t pm_xend(pm_machine *m, int tid)
+{
+    uint64_t status = 0;
+    int err = do_xend(m, tid, &status);
+    return err ? -(int64_t)err : (int64_t)status;
+}
+
+int pm_xabort(pm_machine *m, int tid, uint32_t code)
+{
+    return do_xabort(m, tid, code);
+}
+
+int64_t pm_xstatus(const pm_machine *m, int tid)
+{
+    return bad_tid(m, tid) ? -(int64_t)PM_ERR_TID : (int64_t)htm_status(m, tid);
+}
+
+uint64_t pm_rdtsc(pm_machine *m, int tid)
+{
+    uint64_t v = UINT64_MAX;
+    m->err = do_rdtsc(m, tid, &v);
+    return v;
 }
 
 double pm_get_clock(const pm_machine *m, int tid)
@@ -962,6 +1437,23 @@ int64_t pm_run_batch(pm_machine *m, const pm_op *ops, size_t n, uint64_t *out)
             break;
         case OP_PB:
             err = do_persist_barrier(m, tid);
+            break;
+        case OP_XBEGIN:
+            err = do_xbegin(m, tid);
+            break;
+        case OP_XEND:
+            err = do_xend(m, tid, &v);
+            break;
+        case OP_XABORT:
+            err = do_xabort(m, tid, o->aux);
+            break;
+        case OP_XSTATUS:
+            err = bad_tid(m, tid) ? PM_ERR_TID : 0;
+            if (!err)
+                v = htm_status(m, tid);
+            break;
+        case OP_RDTSC:
+            err = do_rdtsc(m, tid, &v);
             break;
         default:
             err = PM_ERR_OP;

@@ -12,8 +12,13 @@
    the timed engine, but caches, coherence, the WPQ and clocks are not simulated (no WB events,
    no latency statistics; clocks move only by pm_set_clock). Crash recovery needs only this.
 
+   Hardware transactions (pm_xbegin .. pm_rdtsc) follow pmsim/hw/htm.py: per-line read and
+   write sets, eager requester-wins conflicts with every other thread's accesses, capacity from
+   the L1 geometry and the configured bounds, buffered stores applied at commit. They work the
+   same in both modes (only their costs are timed).
+
    Instruction entry points return 0, or an error code (PM_ERR_*) and leave the machine as it
-   was; pm_load/pm_cas/pm_xchg return the value and report errors through pm_error(). */
+   was; pm_load/pm_cas/pm_xchg/pm_rdtsc return the value and report errors through pm_error(). */
 #ifndef PMSIM_MACHINE_H
 #define PMSIM_MACHINE_H
 #include "common.h"
@@ -24,7 +29,9 @@ enum {
     PM_ERR_TID = 2,    /* thread id out of range */
     PM_ERR_OP = 3,     /* unknown batch op code */
     PM_ERR_NOMEM = 4,  /* the trace could not grow */
-    PM_ERR_VALUE = 5   /* pm_work: ns negative, not finite or above PM_MAX_WORK_NS */
+    PM_ERR_VALUE = 5,  /* pm_work: ns negative, not finite or above PM_MAX_WORK_NS; pm_xabort:
+                          a code above 255 */
+    PM_ERR_HTM = 6     /* pm_xbegin inside a transaction, pm_xend outside one */
 };
 
 typedef struct pm_config {
@@ -41,6 +48,11 @@ typedef struct pm_config {
     uint32_t nregions;   /* regions sorted by base */
     uint32_t pm_index;   /* which of them is the traced PM region */
     int timed;           /* 1: timed (caches, WPQ, clocks); 0: functional */
+    /* hardware transactional memory (pmsim.config.HTMConfig) */
+    uint32_t htm_read_lines, htm_write_lines;
+    int htm_any_flush;   /* 1: any flush inside a transaction aborts it */
+    double xbegin_ns, xend_ns, xabort_ns, rdtsc_ns, tsc_ghz;
+    double tsc_skew[64]; /* per-core TSC offsets (ns) */
 } pm_config;
 
 /* One record of the persistence trace (TRACE_DTYPE). */
@@ -73,6 +85,8 @@ typedef struct pm_stats {
     uint64_t clflush, clflushopt, clwb, sfence, mfence, pcommit, persist_barriers;
     uint64_t wpq_inserts, wpq_occ_sum, wpq_occ_max;
     uint64_t pm_read_bytes, pm_write_bytes, dram_read_bytes, dram_write_bytes;
+    uint64_t htm_begins, htm_commits, htm_aborts_conflict, htm_aborts_capacity;
+    uint64_t htm_aborts_explicit, htm_aborts_flush, htm_aborts_lock, htm_false_sharing;
     double wpq_stall_ns, barrier_stall_ns, work_ns, time_ns;
 } pm_stats;
 
@@ -104,6 +118,15 @@ uint64_t pm_xchg(pm_machine *m, int tid, uint64_t addr, uint64_t value);
 int pm_work(pm_machine *m, int tid, double ns);
 int pm_mark(pm_machine *m, int tid, uint32_t code, uint64_t value);
 int pm_persist_barrier(pm_machine *m, int tid);
+
+/* Hardware transactions. pm_xend returns 0 on commit, the abort status of an aborted
+   transaction (ending it), or -PM_ERR_*; pm_xstatus the abort status of a doomed transaction
+   (0 while live or outside one) or -PM_ERR_TID; pm_rdtsc the thread's TSC. */
+int pm_xbegin(pm_machine *m, int tid);
+int64_t pm_xend(pm_machine *m, int tid);
+int pm_xabort(pm_machine *m, int tid, uint32_t code);
+int64_t pm_xstatus(const pm_machine *m, int tid);
+uint64_t pm_rdtsc(pm_machine *m, int tid);
 
 /* Clock of thread tid (NaN if tid is out of range). */
 double pm_get_clock(const pm_machine *m, int tid);
