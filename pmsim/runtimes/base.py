@@ -459,3 +459,25 @@ __all__ = [
     "IDLE", "PB_DOMAINS", "RUNNING", "Runtime", "RuntimeCosts", "Tx", "block_size", "count_of",
     "lines_of", "state_of",
 ]
+
+
+class OptimisticRuntime(Runtime):
+    """Base of runtimes that may abort and re-execute a body (HTM, STM, DUDETx's Perform):
+    they run transactions only through :meth:`Runtime.run`, so the direct calls are refused."""
+
+    optimistic = True
+
+    def begin(self, cpu: Any, locks: Iterable[Any] = ()) -> Generator[Any, Any, Tx]:
+        """Refused: the runtime must be able to re-execute the transaction."""
+        raise ConfigError(
+            f"runtime {self.name!r} is optimistic: it re-executes a transaction after a "
+            "conflict, so it runs only workloads that define body(tx, op) (and locks_of(op)), "
+            "through Runtime.run; this workload overrides transaction() and calls rt.begin() "
+            "itself. Define body() instead, or use a lock-based runtime (undo, redo, cow)")
+
+    def commit(self, tx: Tx) -> Generator[Any, Any, None]:
+        """Refused: :meth:`run` commits when the body returns."""
+        raise ConfigError(f"runtime {self.name!r} commits a transaction when its body returns "
+                          "(return False to abort); do not call rt.commit/rt.abort in a body")
+
+    abort = commit

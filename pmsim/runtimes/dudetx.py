@@ -58,7 +58,7 @@ from ..tm.stm import AbortCause, Stm, StmConfig, StmTx
 from ..trace import Mark
 from . import dudetx_mutants as dm
 from .alloclog import ALLOC_STEPS
-from .base import PB_DOMAINS, Body, Runtime, RuntimeCosts, Tx
+from .base import PB_DOMAINS, Body, OptimisticRuntime, RuntimeCosts, Tx
 from .descriptor import G_EPOCH
 from .layout import Layout, PMSpec
 from .mutation import Mutant, delay, drop, patch, skip_check
@@ -158,12 +158,11 @@ class DudeTxTx(Tx):
 
 
 @register_runtime
-class DudeTxRuntime(Runtime):
+class DudeTxRuntime(OptimisticRuntime):
     """DUDETx: Perform on a DRAM shadow under the STM; Persist and Reproduce in the background."""
 
     name = "dudetx"
     family = "dudetx"
-    optimistic = True
     stm_config: ClassVar[StmConfig] = StmConfig(design="write-through", locks=1024)
     """The Perform STM: TinySTM write-through (card §2, fn. 5); 1024 locks fit small DRAM."""
     vlog_entries: ClassVar[int] = 512
@@ -405,21 +404,6 @@ class DudeTxRuntime(Runtime):
             cpu.mark(Mark.TX_ABORT, txid)
         yield from self._finish(tx)
         return tx
-
-    def begin(self, cpu: Any, locks: Iterable[Any] = ()) -> Generator[Any, Any, Tx]:
-        """Refused: Perform may re-execute the transaction, so it needs its body."""
-        raise ConfigError(
-            f"runtime {self.name!r} is optimistic: it re-executes a transaction after a "
-            "conflict, so it runs only workloads that define body(tx, op), through Runtime.run; "
-            "this workload calls rt.begin() itself. Define body() instead, or use a lock-based "
-            "runtime (undo, redo, cow)")
-
-    def commit(self, tx: Tx) -> Generator[Any, Any, None]:
-        """Refused: :meth:`run` commits when the body returns."""
-        raise ConfigError(f"runtime {self.name!r} commits a transaction when its body returns "
-                          "(return False to abort); do not call rt.commit/rt.abort in a body")
-
-    abort = commit
 
     def _wait_vlog(self, cpu: Any, tid: int) -> Generator[Any, Any, None]:
         """Block until the thread's vlog has room for the largest record (card: Perform blocks

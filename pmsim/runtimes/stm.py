@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 from ..errors import ConfigError, PmsimError
 from ..tm.stm import Stm, StmConfig, StmTx
 from ..trace import Mark
-from .base import Body, Runtime, RuntimeCosts, Tx
+from .base import Body, OptimisticRuntime, Runtime, RuntimeCosts, Tx
 from .layout import Layout
 from .registry import register_runtime
 
@@ -58,13 +58,12 @@ class StmRuntimeTx(Tx):
 
 
 @register_runtime
-class StmRuntime(Runtime):
+class StmRuntime(OptimisticRuntime):
     """Volatile-STM: the body runs under the STM, retried on conflicts; no persistence."""
 
     name = "stm"
     family = "stm"
     durable = False
-    optimistic = True
     stm_config: ClassVar[StmConfig] = StmConfig()
 
     def __init__(self, machine: Any, layout: Layout, costs: RuntimeCosts | None = None) -> None:
@@ -126,21 +125,6 @@ class StmRuntime(Runtime):
             cpu.mark(Mark.TX_ABORT, txid)
         yield from self._finish(tx)
         return tx
-
-    def begin(self, cpu: Any, locks: Iterable[Any] = ()) -> Generator[Any, Any, Tx]:
-        """Refused: an optimistic runtime must be able to re-execute the transaction."""
-        raise ConfigError(
-            f"runtime {self.name!r} is optimistic: it re-executes a transaction after a "
-            "conflict, so it runs only workloads that define body(tx, op) (and locks_of(op)), "
-            "through Runtime.run; this workload overrides transaction() and calls rt.begin() "
-            "itself. Define body() instead, or use a lock-based runtime (undo, redo, cow)")
-
-    def commit(self, tx: Tx) -> Generator[Any, Any, None]:
-        """Refused: :meth:`run` commits when the body returns."""
-        raise ConfigError(f"runtime {self.name!r} commits a transaction when its body returns "
-                          "(return False to abort); do not call rt.commit/rt.abort in a body")
-
-    abort = commit
 
     # -- allocation: volatile free lists only ----------------------------------------------------
     def _alloc(self, tx: Tx, words: int) -> int:
