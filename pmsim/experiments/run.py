@@ -49,6 +49,10 @@ class RunResult:
     fence_per_tx: float
     pm_bytes_per_tx: float
     wall_s: float
+    ack_p50: float = 0.0
+    ack_p90: float = 0.0
+    ack_p99: float = 0.0
+    counters: dict[str, float] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
@@ -63,6 +67,7 @@ class RunResult:
         """A flat record (no nested config) for tables and CSV."""
         d = asdict(self)
         d.pop("config")
+        d.update(d.pop("counters"))
         d["params"] = ";".join(f"{k}={v}" for k, v in sorted(self.params.items()))
         d["tx_per_wall_s"] = self.tx_per_wall_s
         return d
@@ -77,6 +82,10 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("flush_per_tx", "", "clwb + clflushopt + clflush per transaction"),
     ("fence_per_tx", "", "sfence + mfence per transaction"),
     ("pm_bytes_per_tx", "B", "bytes written to PM media per transaction"),
+    ("ack_p50", "ns", "median begin-to-durability-acknowledgement latency (= lat_p50 for a "
+                      "runtime that is durable when commit returns)"),
+    ("ack_p90", "ns", "90th percentile acknowledgement latency"),
+    ("ack_p99", "ns", "99th percentile acknowledgement latency"),
     ("commits", "", "committed transactions"),
     ("aborts", "", "aborted transactions"),
     ("sim_ns", "ns", "simulated time of the measured period"),
@@ -145,7 +154,9 @@ def run_experiment(runtime: str | type | Mutant, workload: WorkloadArg,
         s.run(warmup)
     before = total(m.stats())
     t0 = m.now
-    n_lat, c0, a0 = len(rt.latencies), rt.commits, rt.aborts
+    acks = getattr(rt, "ack_latencies", rt.latencies)
+    n_lat, n_ack, c0, a0 = len(rt.latencies), len(acks), rt.commits, rt.aborts
+    k0 = rt.counters()
     wall = time.perf_counter()
     s.run(txs)
     wall = time.perf_counter() - wall
@@ -159,6 +170,10 @@ def run_experiment(runtime: str | type | Mutant, workload: WorkloadArg,
     n = max(commits + aborts, 1)
     lat = np.array(rt.latencies[n_lat:]) if len(rt.latencies) > n_lat else np.zeros(1)
     p50, p90, p99 = (float(x) for x in np.percentile(lat, [50, 90, 99]))
+    ack = np.array(acks[n_ack:]) if len(acks) > n_ack else np.zeros(1)
+    a50, a90, a99 = (float(x) for x in np.percentile(ack, [50, 90, 99]))
+    k1 = rt.counters()
+    counters = {k: float(v - k0.get(k, 0)) for k, v in k1.items()}
     return RunResult(
         runtime=runtime, workload=workload, domain=m.config.domain, threads=threads,
         txs=commits + aborts, commits=commits, aborts=aborts, sim_ns=sim,
@@ -168,5 +183,6 @@ def run_experiment(runtime: str | type | Mutant, workload: WorkloadArg,
         flush_per_tx=delta("clwb", "clflushopt", "clflush") / n,
         fence_per_tx=delta("sfence", "mfence") / n,
         pm_bytes_per_tx=delta("pm_write_bytes") / n,
-        wall_s=wall, params=dict(params or {}), config=m.config.to_dict(), seed=seed,
+        wall_s=wall, ack_p50=a50, ack_p90=a90, ack_p99=a99, counters=counters,
+        params=dict(params or {}), config=m.config.to_dict(), seed=seed,
         backend=m.backend, version=__version__)

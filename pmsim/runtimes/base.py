@@ -225,6 +225,12 @@ class Runtime(PersistSteps, AllocLog, BackgroundThreads):
         stores to them out of the crash-state enumeration. Default: none."""
         return []
 
+    def counters(self) -> dict[str, float]:
+        """The runtime's own cumulative counters (aborts by cause, stalls, batches...) for
+        result tables; :func:`~pmsim.experiments.run_experiment` reports their change over
+        the measured period as columns. Default: none."""
+        return {}
+
     def _static_words(self, offset: int) -> list[int]:
         """The word at byte ``offset`` of every static object."""
         return [s.obj(i) + offset for s in self.layout.statics for i in range(s.count)]

@@ -309,6 +309,15 @@ class DudeTxRuntime(OptimisticRuntime):
         self._progress = 0
         self._reset_volatile()
 
+    def counters(self) -> dict[str, float]:
+        """The Perform STM's counters, vlog-full stalls (count and simulated ns) and the
+        background threads' batches."""
+        out = {f"stm.{k}": float(v) for k, v in self.stm.totals().as_dict().items()}
+        out.update({"vlog_stalls": float(self.vlog_stalls), "vlog_stall_ns": self.vlog_stall_ns,
+                    "persist_batches": float(self.persist_batches),
+                    "reproduce_batches": float(self.reproduce_batches)})
+        return out
+
     def _shadow_base(self, dram_next: int) -> int:
         """Where the shadow of the first data byte lives (the first free DRAM line)."""
         return dram_next

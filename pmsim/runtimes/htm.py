@@ -18,6 +18,7 @@ releases), which is ``commit_order``.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable, Sequence
+from dataclasses import fields
 from typing import Any
 
 from ..tm.htm import HtmRunner, check
@@ -85,6 +86,11 @@ class HtmRuntime(Runtime):
         super().__init__(machine, layout, costs)
         lock = machine.dram.base if machine.dram is not None else layout.log[0]
         self.runner = HtmRunner(machine, lock)
+
+    def counters(self) -> dict[str, float]:
+        """The runner's attempts, hardware commits, SGL fallbacks and aborts by cause."""
+        return {f"htm.{f.name}": float(getattr(t, f.name))
+                for t in (self.runner.total(),) for f in fields(t)}
 
     def _new_tx(self, cpu: Any, txid: int) -> Tx:
         return HtmTx(self, cpu, txid)

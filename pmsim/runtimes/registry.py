@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, unknown
 from ..usercode import candidates, import_path, is_file_path, is_import_path, load_attr, remember
+from . import options
 from .costs import RuntimeCosts
 from .layout import PMSpec
 from .mutation import Mutant
@@ -101,6 +102,8 @@ def get_runtime(name: str | type[Runtime] | Mutant) -> type[Runtime]:
     cls = RUNTIMES.get(name) or _BUILT.get(name)
     if cls is not None:
         return cls
+    if options.split(name) is not None:
+        return _with_options(name)
     if not is_import_path(name):
         raise _unknown_or_file("runtime", name, RUNTIMES, _is_runtime_class)
     obj = load_attr(name, "runtime", RUNTIMES)
@@ -111,6 +114,28 @@ def get_runtime(name: str | type[Runtime] | Mutant) -> type[Runtime]:
         raise ConfigError(f"{name} is {_kind_of(obj)}, not a runtime: name a subclass of "
                           "pmsim.runtimes.Runtime or a Mutant")
     return obj  # type: ignore[no-any-return]
+
+
+_OPTIONED: dict[str, type[Runtime]] = {}
+"""Runtimes named with options (``dudetx[persist_bw=4]``), by every spelling seen; kept apart
+from RUNTIMES so listings show protocols, not every option set a sweep used."""
+
+
+def _with_options(name: str) -> type[Runtime]:
+    """The runtime ``base[k=v,...]``: a protocol switch of ``base`` with those settings."""
+    if name in _OPTIONED:
+        return _OPTIONED[name]
+    base, opts = options.split(name)  # type: ignore[misc]
+    parent = get_runtime(base)
+    values = options.parse(base, opts, parent)
+    key = options.canonical(base, values)
+    cls = _OPTIONED.get(key)
+    if cls is None:
+        cls = type(parent.__name__ + "_opts", (parent,), {"name": key, **values})
+        _SWITCHES.add(cls)
+        _OPTIONED[key] = cls
+    _OPTIONED[name] = cls
+    return cls
 
 
 def get_mutant(name: str | Mutant) -> Mutant:
@@ -148,6 +173,8 @@ def reference(cls: type[Runtime]) -> tuple[str | None, str]:
     (its registered name for pmsim's own runtimes, else its import path), or ``(None, why)``."""
     name = getattr(cls, "name", "")
     if name and RUNTIMES.get(name) is cls and cls.__module__.startswith("pmsim."):
+        return name, ""
+    if name and _OPTIONED.get(name) is cls and cls.__module__.startswith("pmsim."):
         return name, ""
     path, why = import_path(cls)
     if path is None and name and RUNTIMES.get(name) is cls:

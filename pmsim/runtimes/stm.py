@@ -71,6 +71,10 @@ class StmRuntime(OptimisticRuntime):
         self.stm = Stm(machine, self.stm_config)
         self._serial: list[tuple[int, int]] = []  # serial keys of commit_order's entries
 
+    def counters(self) -> dict[str, float]:
+        """The STM's attempts, commits and aborts by cause (``stm.aborts.<cause>``)."""
+        return {f"stm.{k}": float(v) for k, v in self.stm.totals().as_dict().items()}
+
     # -- transactions ----------------------------------------------------------------------------
     def run(self, cpu: Any, body: Body, locks: Iterable[Any] = (),
             on_begin: Callable[[Tx], None] | None = None) -> Generator[Any, Any, Tx]:
