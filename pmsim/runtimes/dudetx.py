@@ -303,6 +303,7 @@ class DudeTxRuntime(OptimisticRuntime):
         self.ack_latencies: list[float] = []
         self.vlog_stalls = 0
         self.vlog_stall_ns = 0.0
+        self.logged_entries = 0
         self.persist_batches = 0
         self.reproduce_batches = 0
         self._persist_done = True
@@ -314,6 +315,7 @@ class DudeTxRuntime(OptimisticRuntime):
         background threads' batches."""
         out = {f"stm.{k}": float(v) for k, v in self.stm.totals().as_dict().items()}
         out.update({"vlog_stalls": float(self.vlog_stalls), "vlog_stall_ns": self.vlog_stall_ns,
+                    "logged_entries": float(self.logged_entries),
                     "persist_batches": float(self.persist_batches),
                     "reproduce_batches": float(self.reproduce_batches)})
         return out
@@ -464,6 +466,7 @@ class DudeTxRuntime(OptimisticRuntime):
         ident = self._take_id(cpu)
         entries = self._cur[t]
         self._cur[t] = []
+        self.logged_entries += len(entries)
         slot = self._vtail[t]
         va = self._vlog[t] + SLOT * (slot % self._vslots)
         cpu.store(va, end_word(ident, len(entries)))
@@ -555,12 +558,17 @@ class DudeTxRuntime(OptimisticRuntime):
         """Whether thread ``t``'s plog has ``need`` free slots."""
         return self._ptail[t] + need - self._phead[t] <= self._pslots
 
+    def _persist_queues(self, cpu: Any) -> Iterable[tuple[int, deque[Record]]]:
+        """The vlogs a Persist batch on ``cpu`` drains, as ``(thread, queue)``: every thread's
+        (DUDETx-Sync's workers drain only their own)."""
+        return enumerate(self._vq)
+
     def _persist_batch(self, cpu: Any) -> bool:
         """One Persist batch; True if it persisted a record or advanced D."""
         sampled = int(cpu.load(self._ctr))
         batch: list[Record] = []
         nbytes = 0
-        for t, q in enumerate(self._vq):
+        for t, q in self._persist_queues(cpu):
             taken = 0
             for rec in q:
                 need = rec.nslots

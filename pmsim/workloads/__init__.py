@@ -14,6 +14,7 @@ from .avl import AVL
 from .bank import Bank
 from .base import WORKLOADS, Model, Workload, get_workload, register_workload
 from .btree import BTree
+from .empty import Empty
 from .hashmap import HashMap
 from .hashtable import HashTable
 from .kv import KV
@@ -28,4 +29,4 @@ from .ycsb import YCSB, Zipfian
 __all__ = ["KV", "WORKLOADS", "AllocX", "Array", "ArrayRAW", "Bank", "Model", "Recovered",
            "Session", "Workload", "get_workload", "register_workload"]
 __all__ += ["SPS", "TATP", "TPCC", "YCSB", "Queue", "Swap", "Zipfian"]
-__all__ += ["AVL", "BTree", "HashMap", "HashTable", "RBTree"]
+__all__ += ["AVL", "BTree", "Empty", "HashMap", "HashTable", "RBTree"]

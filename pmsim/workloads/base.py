@@ -230,6 +230,7 @@ BUILTIN: tuple[str, ...] = (
     "avl",
     "bank",
     "btree",
+    "empty",
     "hashmap",
     "hashtable",
     "kv",
