@@ -238,11 +238,16 @@ class Experiment:
     quick_warmup: int = 10
     figures: tuple[Figure, ...] = ()
     source: str = ""
+    options: tuple[Axis, ...] = ()
+    quick_options: tuple[Axis, ...] = ()
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
         set_(self, "axes", _axes(self.axes, f"experiment {self.name!r} axes"))
         set_(self, "quick_axes", _axes(self.quick_axes, f"experiment {self.name!r} quick_axes"))
+        set_(self, "options", _axes(self.options, f"experiment {self.name!r} options"))
+        set_(self, "quick_options", _axes(self.quick_options,
+                                          f"experiment {self.name!r} quick_options"))
         set_(self, "params", _pairs(self.params, f"experiment {self.name!r} params"))
         set_(self, "machine", _pairs(self.machine, f"experiment {self.name!r} machine"))
         for name in ("runtimes", "presets", "threads", "quick_threads", "figures"):
@@ -255,7 +260,11 @@ class Experiment:
         if extra:
             raise ConfigError(f"experiment {self.name!r}: quick_axes {sorted(extra)} are not "
                               f"axes (axes: {sorted(axis_names)})")
-        names = axis_names | {n for n, _ in self.params}
+        extra = {n for n, _ in self.quick_options} - {n for n, _ in self.options}
+        if extra:
+            raise ConfigError(f"experiment {self.name!r}: quick_options {sorted(extra)} are not "
+                              f"options (options: {sorted(n for n, _ in self.options)})")
+        names = axis_names | {n for n, _ in self.params} | {n for n, _ in self.options}
         for _, vals in self.axes:
             for v in vals:
                 if isinstance(v, Mapping):
@@ -279,22 +288,42 @@ class Experiment:
         threads = self.quick_threads if quick and self.quick_threads else self.threads
         txs = max(1, round((self.quick_txs if quick else self.txs) * scale))
         warmup = max(0, round((self.quick_warmup if quick else self.warmup) * scale))
+        opts = dict(self.options)
+        if quick:
+            opts.update(dict(self.quick_options))
         out = []
         for pre in self.presets:
             for rt in self.runtimes:
+                mine = self._options_of(rt, opts)
                 for th in threads:
-                    for combo in itertools.product(*axes.values()):
-                        params = dict(self.params)
-                        for name, v in zip(axes, combo, strict=True):
-                            if isinstance(v, Mapping):
-                                params.update(v)
-                            else:
-                                params[name] = v
-                        out.append({"paper": paper, "experiment": self.name, "runtime": rt,
-                                    "workload": self.workload, "preset": pre, "threads": th,
-                                    "txs": txs, "warmup": warmup, "seed": self.seed,
-                                    "params": params, "machine": dict(self.machine)})
+                    for ocombo in itertools.product(*mine.values()):
+                        for combo in itertools.product(*axes.values()):
+                            params = dict(self.params)
+                            for name, v in zip(axes, combo, strict=True):
+                                if isinstance(v, Mapping):
+                                    params.update(v)
+                                else:
+                                    params[name] = v
+                            point = {"paper": paper, "experiment": self.name, "runtime": rt,
+                                     "workload": self.workload, "preset": pre, "threads": th,
+                                     "txs": txs, "warmup": warmup, "seed": self.seed,
+                                     "params": params, "machine": dict(self.machine)}
+                            if mine:
+                                point["options"] = dict(zip(mine, ocombo, strict=True))
+                            out.append(point)
         return out
+
+    def _options_of(self, runtime: str, opts: dict[str, tuple[Any, ...]]
+                    ) -> dict[str, tuple[Any, ...]]:
+        """The option axes ``runtime`` has settings for (a runtime without one of them, such
+        as ``stm`` for ``persist_bw``, runs once and its rows lack that column)."""
+        if not opts:
+            return {}
+        from ..runtimes import get_runtime
+        from ..runtimes.options import settable
+
+        can = settable(get_runtime(runtime))
+        return {k: v for k, v in opts.items() if k in can}
 
 
 def measure(point: Mapping[str, Any]) -> dict[str, Any]:
@@ -311,15 +340,22 @@ def measure(point: Mapping[str, Any]) -> dict[str, Any]:
     threads = int(point.get("threads", 1))
     cfg = preset(point["preset"]).replace(cores=threads, **dict(point.get("machine") or {}))
     params = dict(point.get("params") or {})
-    r = run_experiment(point["runtime"], point["workload"], cfg, threads=threads,
+    opts = dict(point.get("options") or {})
+    runtime = point["runtime"]
+    if opts:
+        from ..runtimes.options import with_options
+
+        runtime = with_options(runtime, opts)
+    r = run_experiment(runtime, point["workload"], cfg, threads=threads,
                        txs=int(point.get("txs", 100)), warmup=int(point.get("warmup", 0)),
                        seed=point.get("seed"), params=params)
     gc.collect()  # the run's machine sits in reference cycles with its big arrays: free it now
     row = r.row()
     row.pop("params", None)
+    row["runtime"] = point["runtime"]
     labels = {"paper": point.get("paper", ""), "experiment": point.get("experiment", ""),
               "preset": point["preset"], "warmup": int(point.get("warmup", 0))}
-    return {**labels, **row, **params}
+    return {**labels, **row, **params, **opts}
 
 
 # -- claims and papers ---------------------------------------------------------------------------

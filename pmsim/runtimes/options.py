@@ -91,4 +91,16 @@ def canonical(base: str, values: dict[str, Any]) -> str:
     return f"{base}[{','.join(items)}]"
 
 
-__all__ = ["canonical", "parse", "settable", "split"]
+def with_options(name: str, values: dict[str, Any]) -> str:
+    """``name`` with ``values`` set on top of any options it already has (later wins)."""
+    if not values:
+        return name
+    parts = split(name)
+    base, raw = parts if parts else (name, "")
+    merged = {k.strip(): v.strip() for k, _, v in (i.partition("=") for i in raw.split(","))
+              if k.strip()}
+    merged.update({k: str(v) for k, v in values.items()})
+    return f"{base}[{','.join(f'{k}={merged[k]}' for k in sorted(merged))}]"
+
+
+__all__ = ["canonical", "parse", "settable", "split", "with_options"]
