@@ -17,6 +17,13 @@ Rules (nv-htm.md §2 H1-H7, §10):
   read aborts a writer). A clwb of a line another transaction wrote, and a clflush/clflushopt
   of a line it read or wrote, abort it too. A conflict on a line where the words touched do not
   overlap is also counted as false sharing.
+* Conflict-exempt lines (dudetx-decoupled.md §5, the hardware tweak DUDETx proposes: "HTM
+  ignores conflicts on designated addresses"): an access to a line marked with
+  ``htm_exempt(addr)`` is never transactional. A live transaction runs it as a plain access
+  (applied at once, not buffered, not rolled back on an abort, in no read or write set, never
+  a capacity or flush abort), and no access to such a line, transactional or not, aborts any
+  transaction. A doomed thread's access is still dropped. The marks survive a power cycle
+  (they configure the hardware, like the set bounds).
 * Capacity: a new read line beyond ``htm.read_set_lines``, a new written line beyond
   ``htm.write_set_lines`` or beyond the ways of its L1 set aborts the transaction itself.
 * A flush of a line in the thread's own write set (any flush with ``htm.abort_on_any_flush``)
@@ -60,6 +67,9 @@ XABORT_FLUSH = 1 << 6
 XABORT_LOCK_BUSY = 0xFF
 """The xabort code a lock-elision runner uses when it finds its fallback lock taken (glibc's
 ``_ABORT_LOCK_BUSY``); the engines count such aborts as ``htm_aborts_lock``."""
+
+EXEMPT_MAX = 16
+"""Most conflict-exempt lines per machine (``PM_HTM_EXEMPT_MAX`` in the C core)."""
 
 NONE, LIVE, DOOMED = 0, 1, 2
 """A thread's transaction state."""
@@ -132,6 +142,15 @@ class HtmState:
         self.sets: list[dict[int, int]] = [{} for _ in range(n)]  # L1 set -> written lines
         self.active = 0  # threads in a transaction (live or doomed)
         self.live = 0
+        self.exempt: set[int] = set()  # conflict-exempt lines
+
+    def exempt_line(self, addr: int) -> None:
+        """Mark the line holding ``addr`` conflict-exempt (see the module docstring)."""
+        line = int(addr) >> 6
+        if line not in self.exempt and len(self.exempt) >= EXEMPT_MAX:
+            raise ConfigError(f"htm_exempt: at most {EXEMPT_MAX} lines can be conflict-exempt; "
+                              "put the exempt words on fewer lines")
+        self.exempt.add(line)
 
     # -- transitions ---------------------------------------------------------------------------
     def begin(self, tid: int) -> None:
@@ -205,6 +224,8 @@ class HtmState:
         if s == DOOMED:
             return SKIP
         line = addr >> 6
+        if line in self.exempt:
+            return PLAIN
         bit = 0xFF if kind >= CLEAN else 1 << ((addr >> 3) & 7)
         if s == LIVE:
             if kind >= CLEAN:
@@ -257,6 +278,6 @@ class HtmState:
         self.buf[tid][addr] = value
 
 
-__all__ = ["DOOMED", "HtmState", "LIVE", "NONE", "XABORT_CAPACITY", "XABORT_CONFLICT",
+__all__ = ["DOOMED", "EXEMPT_MAX", "HtmState", "LIVE", "NONE", "XABORT_CAPACITY", "XABORT_CONFLICT",
            "XABORT_EXPLICIT", "XABORT_FLUSH", "XABORT_LOCK_BUSY", "XABORT_RETRY",
            "cause_counter", "describe_status", "xabort_code"]

@@ -28,7 +28,7 @@ from ..config import MachineConfig
 from ..errors import BuildError, ConfigError
 from ..stats import STATS_DTYPE
 from ..trace import TRACE_DTYPE
-from .htm import nested_error, outside_error
+from .htm import EXEMPT_MAX, nested_error, outside_error
 from .reference import (
     ADDRESS,
     BATCH_DTYPE,
@@ -393,6 +393,13 @@ class CEngine:
         self.pcommit, self.persist_barrier = no_addr(lib.pm_pcommit), no_addr(lib.pm_persist_barrier)
         self.work, self.mark = work, mark
         self.get_clock, self.set_clock = get_clock, set_clock
+
+    def htm_exempt(self, addr: int) -> None:
+        """Make the line of ``addr`` conflict-exempt for hardware transactions (pmsim.hw.htm)."""
+        self.mem.locate(int(addr) & ~7)
+        if self._lib.pm_htm_exempt(self._m, int(addr)):
+            raise ConfigError(f"htm_exempt: at most {EXEMPT_MAX} lines can be conflict-exempt; "
+                              "put the exempt words on fewer lines")
 
     # -- state -----------------------------------------------------------------------------------
     def reset_volatile(self) -> None:

@@ -213,11 +213,18 @@ class PyEngine:
         """Power cycle: empty caches and WPQ, zero clocks, stats, trace, DRAM and transactions;
         keep PM."""
         mem = self.mem
+        exempt = self.htm.exempt
         self.__init__(self.cfg)  # type: ignore[misc]
         for i, arr in enumerate(mem.arrays):
             if i != mem.pm_index:
                 arr[:] = 0
         self.mem = mem
+        self.htm.exempt = exempt
+
+    def htm_exempt(self, addr: int) -> None:
+        """Make the line of ``addr`` conflict-exempt for hardware transactions (pmsim.hw.htm)."""
+        self.mem.locate(int(addr) & ~7)
+        self.htm.exempt_line(addr)
 
     # -- trace ---------------------------------------------------------------------------------
     def _emit(self, kind: int, tid: int, aux: int, addr: int, value: int) -> None:
@@ -754,7 +761,14 @@ class FunctionalEngine:
         self.clock = [0.0] * n
         self.counts = [dict.fromkeys(FUNCTIONAL_COUNTERS, 0) for _ in range(n)]
         self._trace: list[tuple] = []
+        exempt = self.htm.exempt if hasattr(self, "htm") else set()
         self.htm = H.HtmState(self.cfg, self._bump)
+        self.htm.exempt = exempt
+
+    def htm_exempt(self, addr: int) -> None:
+        """Make the line of ``addr`` conflict-exempt for hardware transactions (pmsim.hw.htm)."""
+        self.mem.locate(int(addr) & ~7)
+        self.htm.exempt_line(addr)
 
     def _bump(self, tid: int, name: str) -> None:
         self.counts[tid][name] += 1

@@ -165,6 +165,8 @@ class DudeTxRuntime(OptimisticRuntime):
     family = "dudetx"
     stm_config: ClassVar[StmConfig] = StmConfig(design="write-through", locks=1024)
     """The Perform STM: TinySTM write-through (card §2, fn. 5); 1024 locks fit small DRAM."""
+    tx_class: ClassVar[type[DudeTxTx]] = DudeTxTx
+    """The object API over one Perform attempt (shadow paging translates in its own)."""
     vlog_entries: ClassVar[int] = 512
     """Slots of each thread's volatile log (paper: 10**6; [F] small, so it fits the fuzzer's
     DRAM; a transaction waits at begin while its vlog lacks room for the largest record)."""
@@ -331,6 +333,10 @@ class DudeTxRuntime(OptimisticRuntime):
                              "data of this layout (a static object or a heap block)")
         return addr + self._off
 
+    def _home(self, saddr: int) -> int:
+        """The home in PM of the shadow word at ``saddr`` (the inverse of :meth:`_shadow`)."""
+        return saddr - self._off
+
     def _is_home(self, addr: int) -> bool:
         return not addr & 7 and self._data_lo <= addr < self._data_hi
 
@@ -350,9 +356,13 @@ class DudeTxRuntime(OptimisticRuntime):
         self._acks: list[deque[tuple[int, int, float]]] = [deque() for _ in range(t)]
 
     def _load(self) -> None:
-        """Rebuild volatile state from PM; the shadow is a copy of the data's homes."""
+        """Rebuild volatile state from PM, then the shadow."""
         super()._load()
         self._reset_volatile()
+        self._fill_shadow()
+
+    def _fill_shadow(self) -> None:
+        """The shadow after a restart: a copy of the data's homes."""
         if self._off:
             mem = self.m.engine.mem
             r, w = mem.locate(self._data_lo + self._off)
@@ -386,7 +396,7 @@ class DudeTxRuntime(OptimisticRuntime):
         view: list[DudeTxTx] = []
 
         def attempt(stx: StmTx) -> Any:
-            tx = DudeTxTx(self, cpu, txid, stx)
+            tx = self.tx_class(self, cpu, txid, stx)
             tx.start = start
             view[:] = [tx]
             self.active[tid] = tx
@@ -445,7 +455,7 @@ class DudeTxRuntime(OptimisticRuntime):
                               f"PMSpec declares (the vlog of {self._vslots} slots is full): raise "
                               "PMSpec.max_tx_words")
         va = self._vlog[t] + SLOT * (slot % self._vslots)
-        home = saddr - self._off
+        home = self._home(saddr)
         st = stx.cpu.store
         st(va, home)
         st(va + 8, value)
@@ -520,7 +530,7 @@ class DudeTxRuntime(OptimisticRuntime):
         """Set or clear a block's bit in the shadow bitmap (logged like any write)."""
         assert isinstance(tx, DudeTxTx)
         word, mask = self.heap.bit_of(block)
-        s = word + self._off
+        s = self._shadow(word, 1)
         old = tx.stx.read(s)
         tx.stx.write(s, old | mask if allocated else old & ~mask)
 

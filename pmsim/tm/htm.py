@@ -211,14 +211,18 @@ class HtmRunner:
     # -- one transaction -------------------------------------------------------------------------
     def run(self, cpu: Any, attempt: Callable[[bool], Step], on_commit: Callable[[], Step],
             on_abort: Callable[[], Step],
-            on_retry: Callable[[int], None] | None = None) -> Generator[Any, Any, bool]:
+            on_retry: Callable[[int], None] | None = None,
+            before_end: Callable[[bool], None] | None = None) -> Generator[Any, Any, bool]:
         """Run one transaction; True if it committed, False on a user abort.
 
         ``attempt(hw)`` runs the body once (``hw``: inside a hardware transaction, else under
         the SGL) and returns what the body returned. ``on_commit()`` runs at the commit point
         (right after ``xend``, or before the SGL is released), ``on_abort()`` after a user
         abort (under the SGL it must undo the attempt), ``on_retry(status)`` after each
-        hardware abort, before the next attempt.
+        hardware abort, before the next attempt. ``before_end(hw)`` runs after a body that
+        commits: in hardware as the last action before ``xend``, with no yield in between (so no
+        other thread runs there: DUDETx takes its ID there with a conflict-exempt fetch-and-add),
+        under the SGL before ``on_commit()``.
         """
         st = self.stats[cpu.tid]
         q = self.quantum
@@ -237,6 +241,8 @@ class HtmRunner:
                 res = yield from _run(attempt(True))
                 if res is not False:
                     yield from cpu.maybe_yield(q)
+                    if before_end is not None and not cpu.xstatus():
+                        before_end(True)
                 else:
                     cpu.xabort(USER_ABORT)
                 live = False
@@ -264,7 +270,7 @@ class HtmRunner:
                 on_retry(status)
             if persistent:
                 break
-        return (yield from self._fallback(cpu, st, attempt, on_commit, on_abort))
+        return (yield from self._fallback(cpu, st, attempt, on_commit, on_abort, before_end))
 
     def _count(self, cpu: Any, st: HtmRunStats, status: int, seen: int) -> bool:
         """Count an abort by cause (``seen``: the lock word at the subscription); True if
@@ -289,7 +295,8 @@ class HtmRunner:
 
     def _fallback(self, cpu: Any, st: HtmRunStats, attempt: Callable[[bool], Step],
                   on_commit: Callable[[], Step],
-                  on_abort: Callable[[], Step]) -> Generator[Any, Any, bool]:
+                  on_abort: Callable[[], Step],
+                  before_end: Callable[[bool], None] | None = None) -> Generator[Any, Any, bool]:
         st.fallbacks += 1
         held = yield from self.acquire(cpu)
         try:
@@ -298,6 +305,8 @@ class HtmRunner:
                 st.user_aborts += 1
                 yield from _run(on_abort())
             else:
+                if before_end is not None:
+                    before_end(False)
                 yield from _run(on_commit())
         finally:
             self.release(cpu, held)

@@ -93,6 +93,8 @@ struct pm_machine {
     htm_tx *htm;
     int htm_active; /* threads in a transaction (live or doomed) */
     int htm_live;   /* threads in a live transaction */
+    uint64_t htm_exempt[PM_HTM_EXEMPT_MAX]; /* conflict-exempt lines */
+    uint32_t htm_nexempt;
 };
 
 /* ---- caches --------------------------------------------------------------------------- */
@@ -645,6 +647,9 @@ static int htm_access(pm_machine *m, int tid, uint64_t addr, int kind)
     if (s == HTM_DOOMED)
         return MODE_SKIP;
     uint64_t line = addr >> LINE_SHIFT;
+    for (uint32_t i = 0; i < m->htm_nexempt; i++)
+        if (m->htm_exempt[i] == line)
+            return MODE_PLAIN;
     uint8_t bit = kind >= ACC_CLEAN ? 0xFF : (uint8_t)(1u << ((addr >> 3) & 7));
     if (s == HTM_LIVE) {
         if (kind >= ACC_CLEAN) {
@@ -1332,6 +1337,21 @@ uint64_t pm_rdtsc(pm_machine *m, int tid)
     uint64_t v = UINT64_MAX;
     m->err = do_rdtsc(m, tid, &v);
     return v;
+}
+
+int pm_htm_exempt(pm_machine *m, uint64_t addr)
+{
+    int pm;
+    if (locate(m, addr & ~(uint64_t)7, &pm) == NULL)
+        return PM_ERR_ADDR;
+    uint64_t line = addr >> LINE_SHIFT;
+    for (uint32_t i = 0; i < m->htm_nexempt; i++)
+        if (m->htm_exempt[i] == line)
+            return 0;
+    if (m->htm_nexempt >= PM_HTM_EXEMPT_MAX)
+        return PM_ERR_VALUE;
+    m->htm_exempt[m->htm_nexempt++] = line;
+    return 0;
 }
 
 double pm_get_clock(const pm_machine *m, int tid)

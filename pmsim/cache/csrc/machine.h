@@ -128,6 +128,12 @@ int pm_xabort(pm_machine *m, int tid, uint32_t code);
 int64_t pm_xstatus(const pm_machine *m, int tid);
 uint64_t pm_rdtsc(pm_machine *m, int tid);
 
+/* Mark the line of addr conflict-exempt (HtmState.exempt_line): accesses to it are never
+   transactional and abort no transaction. 0, PM_ERR_ADDR, or PM_ERR_VALUE when
+   PM_HTM_EXEMPT_MAX other lines are exempt already. Kept across pm_reset_volatile. */
+enum { PM_HTM_EXEMPT_MAX = 16 };
+int pm_htm_exempt(pm_machine *m, uint64_t addr);
+
 /* Clock of thread tid (NaN if tid is out of range). */
 double pm_get_clock(const pm_machine *m, int tid);
 int pm_set_clock(pm_machine *m, int tid, double t);
