@@ -229,6 +229,10 @@ class CostConfig:
     pcommit_ns: float = param(5.0, "ns", "issue cost of pcommit")
     lock_ns: float = param(20.0, "ns", "cost of acquiring or releasing an uncontended lock")
     snoop_ns: float = param(15.0, "ns", "cost of taking a line from another core's private cache")
+    tx_work_ns: float = param(0.0, "ns", "application work per transaction outside the "
+                              "runtime (a benchmark loop drawing keys, hashing, calling in), "
+                              "charged by the workload driver before each transaction; a "
+                              "calibration knob for papers whose costs include it (0 = none)")
 
     def __post_init__(self) -> None:
         _check_nonneg(self, *(f.name for f in fields(self)))

@@ -9,6 +9,7 @@ the name, so it survives a trip through a worker process or a saved finding.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -30,15 +31,42 @@ def split(name: str) -> tuple[str, str] | None:
     return (m["base"].strip(), m["opts"]) if m else None
 
 
+def _scalar(v: Any) -> bool:
+    return isinstance(v, (bool, int, float, str)) and not isinstance(v, type)
+
+
 def settable(cls: type[Runtime]) -> dict[str, Any]:
-    """The class settings an option may change, with their current values."""
+    """The class settings an option may change, with their current values: scalar class
+    attributes, and ``attr.field`` for each scalar field of a dataclass-valued one (such as
+    ``stm_config.access_ns``)."""
     out: dict[str, Any] = {}
     for klass in reversed(cls.__mro__):
         for k, v in vars(klass).items():
             if k.startswith("_") or k in _FIXED or callable(v):
                 continue
-            if isinstance(v, (bool, int, float, str)) and not isinstance(v, type):
-                out[k] = getattr(cls, k)
+            v = getattr(cls, k)
+            if _scalar(v):
+                out[k] = v
+            elif dataclasses.is_dataclass(v) and not isinstance(v, type):
+                for f in dataclasses.fields(v):
+                    fv = getattr(v, f.name)
+                    if _scalar(fv):
+                        out[f"{k}.{f.name}"] = fv
+    return out
+
+
+def class_attrs(cls: type[Runtime], values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` (as :func:`parse` returns them) as class attributes of a subclass of
+    ``cls``: ``attr.field`` options become a replaced copy of the dataclass ``attr``, checked
+    by its own validation."""
+    out = {k: v for k, v in values.items() if "." not in k}
+    nested: dict[str, dict[str, Any]] = {}
+    for k, v in values.items():
+        if "." in k:
+            attr, fld = k.split(".", 1)
+            nested.setdefault(attr, {})[fld] = v
+    for attr, fields in nested.items():
+        out[attr] = dataclasses.replace(getattr(cls, attr), **fields)
     return out
 
 
@@ -103,4 +131,4 @@ def with_options(name: str, values: dict[str, Any]) -> str:
     return f"{base}[{','.join(f'{k}={merged[k]}' for k in sorted(merged))}]"
 
 
-__all__ = ["canonical", "parse", "settable", "split", "with_options"]
+__all__ = ["canonical", "class_attrs", "parse", "settable", "split", "with_options"]

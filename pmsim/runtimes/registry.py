@@ -33,7 +33,7 @@ MUTANTS: dict[str, Mutant] = {}
 """Registered mutants by name (``undo:U1`` ...); each is also in RUNTIMES."""
 
 BUILTIN = ("undo", "redo", "cow", "stm", "htm", "dudetx", "dudetx_variants", "dudetx_htm",
-           "mnemosyne", "nvml", "dudetx_paging", "dudetx_combine")
+           "mnemosyne", "nvml", "dudetx_paging", "dudetx_combine", "nvhtm")
 """Modules of pmsim.runtimes imported (for their registrations) before a name is looked up."""
 
 
@@ -132,7 +132,8 @@ def _with_options(name: str) -> type[Runtime]:
     key = options.canonical(base, values)
     cls = _OPTIONED.get(key)
     if cls is None:
-        cls = type(parent.__name__ + "_opts", (parent,), {"name": key, **values})
+        cls = type(parent.__name__ + "_opts", (parent,),
+                   {"name": key, **options.class_attrs(parent, values)})
         _SWITCHES.add(cls)
         _OPTIONED[key] = cls
     _OPTIONED[name] = cls

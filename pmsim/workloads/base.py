@@ -193,8 +193,11 @@ class Workload:
     def thread_body(self, cpu: Any, rt: Runtime, tid: int, ntx: int) -> Generator[Any, Any, None]:
         """Run ``ntx`` transactions of thread ``tid`` (a SimPy process body)."""
         rng = self.rng(tid)
+        work = rt.m.config.costs.tx_work_ns
         for _ in range(ntx):
             op = self.next_op(tid, rng)
+            if work:
+                cpu.work(work)
             yield from self.transaction(cpu, rt, op)
             yield from cpu.maybe_yield()
 

@@ -51,3 +51,12 @@ def test_canonical_name_round_trips(bw: float, entries: int) -> None:
     assert get_runtime(cls.name) is cls
     assert cls.name == canonical("dudetx", {"persist_bw": bw, "vlog_entries": entries})
     assert set(settable(cls)) >= {"persist_bw", "vlog_entries"}
+
+
+def test_dataclass_fields_are_options_and_keep_their_validation() -> None:
+    cls = get_runtime("stm[stm_config.access_ns=12]")
+    assert cls.stm_config.access_ns == 12.0
+    assert get_runtime("stm").stm_config.access_ns != 12.0
+    assert "stm_config.locks" in settable(cls)
+    with pytest.raises(ConfigError, match="power of two"):
+        get_runtime("stm[stm_config.locks=3]")
