@@ -78,6 +78,7 @@ class Tx:
         self.writes = 0  # TXN_WRITE calls that were logged (W)
         self.start = 0.0
         self.done = False
+        self.lock_table: Sequence[Any] = ()  # the workload's locks, for tx.lock (set at begin)
 
     # -- the object API (implemented by each runtime) --------------------------------------------
     def read(self, obj: int, field: int) -> int:
@@ -131,6 +132,17 @@ class Tx:
         thread is a quantum ahead, so live transactions overlap and can conflict.
         """
         return ()
+
+    def lock(self, i: int) -> Iterable[Any]:
+        """Take application lock ``i`` inside the body (``yield from tx.lock(i)``), e.g. hand
+        over hand. Lock-based runtimes take the real lock; optimistic ones do nothing (the TM
+        detects conflicts); with one thread there are no locks. See :meth:`Runtime.lock_in_body`."""
+        return self.rt.lock_in_body(self, i)
+
+    def unlock(self, i: int) -> Iterable[Any]:
+        """Release application lock ``i`` (``yield from tx.unlock(i)``): at once on a runtime
+        with ``lock_coupling``, else at the end of the transaction (strict 2PL)."""
+        return self.rt.unlock_in_body(self, i)
 
 
 Body = Callable[[Tx], Generator[Any, Any, bool | None] | bool | None]
@@ -294,6 +306,38 @@ class Runtime(PersistSteps, AllocLog, BackgroundThreads):
     optimistic: ClassVar[bool] = False
     """True if the runtime may abort and re-execute a body (HTM, STM): it runs only workloads
     that define ``body``, through :meth:`run`."""
+    lock_coupling: ClassVar[bool] = False
+    """True if ``tx.unlock`` releases the lock at once (lock coupling), which the runtime's
+    durability tracks (lock-based DUDETx's hand-off graph). Otherwise a lock taken in a body is
+    held to the end of the transaction (strict 2PL, which undo/redo/COW recovery needs), and a
+    workload whose body locks (``Workload.body_locks``) gets its coarse ``locks_of`` fallback."""
+
+    def lock_in_body(self, tx: Tx, i: int) -> Generator[Any, Any, None]:
+        """``tx.lock(i)``: take the workload's lock ``i`` unless this transaction holds it. An
+        optimistic runtime, or a run without locks (one thread), does nothing."""
+        table = tx.lock_table
+        if self.optimistic or not table:
+            return
+        lock = self._table_lock(tx, i)
+        if any(held is lock for held, _ in tx.locks):
+            return
+        req = yield from tx.cpu.acquire(lock)
+        tx.locks.append((lock, req))
+
+    def unlock_in_body(self, tx: Tx, i: int) -> Generator[Any, Any, None]:
+        """``tx.unlock(i)``: without lock coupling the release waits for the end of the
+        transaction (its locks are released after commit or abort)."""
+        if tx.lock_table and not self.optimistic:
+            self._table_lock(tx, i)
+        yield from ()
+
+    @staticmethod
+    def _table_lock(tx: Tx, i: int) -> Any:
+        table = tx.lock_table
+        if not 0 <= i < len(table):
+            raise ConfigError(f"tx.lock({i}): the workload has {len(table)} locks (nlocks()); "
+                              "use an index below it")
+        return table[i]
 
     def run(self, cpu: Any, body: Body, locks: Iterable[Any] = (),
             on_begin: Callable[[Tx], None] | None = None) -> Generator[Any, Any, Tx]:

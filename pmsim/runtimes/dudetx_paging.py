@@ -532,8 +532,9 @@ for _m in (
            why="a page is loaded from PM before Reproduce has replayed its last writer: a later "
                "transaction reads stale data and logs values derived from it (a lost update; no "
                "crash needed, the data after Reproduce differ from the serial oracle)",
-           needs="a page evicted and reloaded before its writer is reproduced",
-           workload="bank"),
+           needs="a page evicted and reloaded before its writer is reproduced (two threads: "
+                 "the fuzzer's small bank fits in one 32-byte page, its array does not)",
+           threads=2, workload="array"),
     Mutant("dudetx-paging:M9", DUDETX_PAGING_TINY,
            (patch("_evict", write_back_on_evict, "evicted pages written back"),),
            why="an evicted page is written back to PM: writes of committed but not yet durable "

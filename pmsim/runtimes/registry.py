@@ -32,8 +32,9 @@ RUNTIMES: dict[str, type[Runtime]] = {}
 MUTANTS: dict[str, Mutant] = {}
 """Registered mutants by name (``undo:U1`` ...); each is also in RUNTIMES."""
 
-BUILTIN = ("undo", "redo", "cow", "stm", "htm", "dudetx", "dudetx_variants", "dudetx_htm",
-           "mnemosyne", "nvml", "dudetx_paging", "dudetx_combine", "nvhtm")
+BUILTIN = ("undo", "redo", "cow", "stm", "htm", "dudetx", "dudetx_variants", "dudetx_htm", "mnemosyne",
+           "nvml", "dudetx_paging", "dudetx_combine", "nvhtm",
+           "locks", "dudetx_locks")
 """Modules of pmsim.runtimes imported (for their registrations) before a name is looked up."""
 
 

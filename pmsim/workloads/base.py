@@ -112,6 +112,10 @@ class Workload:
     fuzz_params: ClassVar[Mapping[str, Any]] = {}
     """Small parameters the crash fuzzer uses unless FuzzConfig.params says otherwise (small
     transactions keep every crash point's state space enumerable); inherited by subclasses."""
+    body_locks: ClassVar[bool] = False
+    """True if the body takes its own locks (``yield from tx.lock(i)`` / ``tx.unlock(i)``, e.g.
+    hand over hand). On a runtime with ``lock_coupling`` they are then the only locks; on the
+    others ``locks_of(op)`` is the fallback taken up front (a coarse lock, or none)."""
 
     def __init__(self, threads: int = 1, seed: int = 0, txs: int | None = None,
                  **params: Any) -> None:
@@ -166,8 +170,15 @@ class Workload:
         if type(self).body is Workload.body:
             raise NotImplementedError(f"workload {self.name or type(self).__name__!r} defines "
                                       "neither body() nor transaction()")
-        yield from rt.run(cpu, lambda tx: self.body(tx, op), self.held(*self.locks_of(op)),
-                          lambda tx: self.record(tx, op))
+        coupled = self.body_locks and rt.lock_coupling
+        locks = [] if coupled else self.held(*self.locks_of(op))
+        table = self.locks if self.threads > 1 else []
+
+        def on_begin(tx: Any) -> None:
+            tx.lock_table = table
+            self.record(tx, op)
+
+        yield from rt.run(cpu, lambda tx: self.body(tx, op), locks, on_begin)
 
     def model(self) -> Model:
         """A fresh reference model in the initial state."""
@@ -237,6 +248,7 @@ BUILTIN: tuple[str, ...] = (
     "hashmap",
     "hashtable",
     "kv",
+    "list",
     "rbtree",
     "queue",
     "swap",
