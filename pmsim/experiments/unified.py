@@ -51,8 +51,9 @@ FUZZ: dict[str, Any] = {"txs": 2, "idempotence": 1, "depth_runs": 1, "budget": 1
 @dataclass(frozen=True)
 class Unified:
     """What the comparison runs. ``runtimes`` empty: every registered runtime that is not a
-    mutant. ``machine``: a family of :data:`MACHINES` or a preset name. ``kills``: where the
-    mutant column comes from ("file", "compute" or "off")."""
+    mutant or a fuzzing variant (``-fine``, ``-tiny``). ``machine``: a family of
+    :data:`MACHINES` or a preset name. ``kills``: where the mutant column comes from ("file",
+    "compute" or "off")."""
 
     runtimes: tuple[str, ...] = ()
     workloads: tuple[str, ...] = WORKLOADS
@@ -85,7 +86,7 @@ class Unified:
         """This comparison with names checked and ``runtimes`` filled in (UnknownNameError
         lists the known names)."""
         from ..presets import PRESETS
-        from ..runtimes.registry import MUTANTS, RUNTIMES, get_runtime
+        from ..runtimes.registry import MUTANTS, RUNTIMES, get_runtime, is_fuzz_variant
         from ..workloads.base import WORKLOADS as KNOWN
         from ..workloads.base import get_workload
 
@@ -97,6 +98,7 @@ class Unified:
         for r in self.runtimes:
             if r not in protocols:
                 raise unknown("runtime", r, protocols)
+        protocols = [r for r in protocols if not is_fuzz_variant(r)]
         get_workload("array")
         for w in self.workloads:
             if w not in KNOWN:

@@ -59,6 +59,18 @@ def variant(base: type[Runtime], name: str, **attrs: Any) -> type[Runtime]:
     return register_runtime(cls)
 
 
+FUZZ_SUFFIXES = ("-fine", "-tiny")
+"""Names of fuzzing variants: the same protocol with sizes shrunk so that every crash state can
+be enumerated (``dudetx-fine``). Comparisons leave them out; so does a class that sets
+``fuzz_variant = True`` (e.g. one that forces a race)."""
+
+
+def is_fuzz_variant(name: str) -> bool:
+    """Whether the registered runtime ``name`` exists for fuzzing only (see FUZZ_SUFFIXES)."""
+    cls = RUNTIMES.get(name)
+    return name.endswith(FUZZ_SUFFIXES) or bool(getattr(cls, "fuzz_variant", False))
+
+
 def register_mutant(mutant: Mutant) -> Mutant:
     """Build ``mutant`` and register it as a runtime and as a mutant under its name."""
     register_runtime(mutant.build(), mutant.name)
@@ -245,5 +257,6 @@ def fit_pm(cfg: Any, nbytes: int, shrink: bool = False) -> Any:
 
 
 __all__ = ["BUILTIN", "MUTANTS", "RUNTIMES", "all_mutants", "create_runtime",
-           "declares_crash_irrelevant", "fit_pm", "get_mutant", "get_runtime", "reference",
+           "declares_crash_irrelevant", "fit_pm", "get_mutant", "get_runtime",
+           "is_fuzz_variant", "reference",
            "register_mutant", "register_runtime", "variant"]

@@ -1,0 +1,276 @@
+"""The DUDETx paper module's predicates (claims D1-D14) on synthetic rows, without simulation.
+
+:func:`rows` builds one row per point of every DUDETx experiment (as :func:`measure` would
+label it: the point's labels, workload parameters and runtime options as columns), with
+paper-like values under which every claim holds. Each case of :data:`CASES` perturbs those
+rows so that exactly one claim differs: every predicate must be able to fail, and say why.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from pmsim.experiments.claims import MissingRows, Rows, scoreboard
+from pmsim.experiments.papers import dudetx as mod
+from pmsim.experiments.papers.dudetx import PAPER
+
+Row = dict[str, Any]
+
+SLOWDOWN = mod.D1_PAPER
+"""DUDETx's slowdown against Volatile-STM per Fig. 3 benchmark (the paper's)."""
+SYNC_3500_GAP = {"btree": 0.2, "hash": 0.2, "tpcc": 0.05, "tatp": 0.3}
+"""Sync-3500's shortfall against DUDETx: small for long TPC-C transactions, large for TATP."""
+ACK = {"dudetx": 2.0, "dudetx-inf": 2.0, "dudetx-sync": 0.5, mod.SYNC_3500: 0.5}
+"""Median acknowledgement in units of the per-thread transaction time (others: 1)."""
+SAVED = {10: 0.07, 100: 0.35, 1000: 0.7}
+"""Fraction of log bytes combination saves per group size (paper: 7% at 10)."""
+LZ_RATIO = 0.31
+EMPTY_TP = {"dudetx": 35e6, "mnemosyne": 32e6, "nvml": 1.1e6}
+TABLE4_TP = {"stm": 1.0e6, "htm": 1.3e6, "dudetx": 0.8e6}
+FIG7_TP = {"list": {"stm": 1.0e6, "dudetx": 0.8e6, "locks": 2.5e6, "dudetx-locks-1r": 2.4e6,
+                    "dudetx-locks-2r": 1.5e6},
+           "btree": {"stm": 1.0e6, "dudetx": 0.8e6, "locks": 1.0e6, "dudetx-locks-1r": 0.6e6,
+                     "dudetx-locks-2r": 0.5e6}}
+
+
+def _fig3_tp(key: str, rt: str, bw: float) -> float:
+    """Throughput of ``rt`` on Fig. 3's ``key`` at ``bw`` GB/s: Table 2's numbers at 1 GB/s."""
+    dude, sync, mnemo, nvml = mod.D5[key]
+    rise = 1 + 0.02 * math.log2(bw)  # bandwidth-bound runtimes gain a little with bandwidth
+    return {"stm": dude / (1 - SLOWDOWN[key]), "dudetx": dude, "dudetx-inf": dude,
+            "dudetx-sync": sync * rise, mod.SYNC_3500: dude * (1 - SYNC_3500_GAP[key]),
+            "mnemosyne": mnemo * rise, "nvml": nvml if nvml is not None else dude / 3}[rt]
+
+
+def _fig5_tp(rt: str, fraction: float, theta: float) -> float:
+    """Hardware paging is faster with a full shadow but degrades faster; skew helps both."""
+    skew = 1 + (theta - 0.99)
+    if rt == "dudetx-paging":
+        return 2.0e6 * fraction ** 0.4 * skew
+    return 1.5e6 * fraction ** 0.2 * skew
+
+
+def _metrics(point: dict[str, Any]) -> dict[str, float]:
+    """The measured columns of ``point`` under the synthetic world."""
+    exp, rt, th = point["experiment"], point["runtime"], point["threads"]
+    opts, params = point.get("options") or {}, point["params"]
+    commits = float(point["txs"] * th)
+    extra: dict[str, float] = {}
+    if exp.startswith("fig3-"):
+        key = exp.removeprefix("fig3-")
+        tp = _fig3_tp(key, rt, float(opts.get("persist_bw", 1.0)))
+        if rt.startswith("dudetx"):
+            extra["logged_entries"] = mod.D3_WRITES[key] * commits
+        ack = ACK.get(rt, 1.0) * th / tp * 1e9
+        extra.update(ack_p50=ack, ack_p90=1.6 * ack, ack_p99=2.7 * ack)
+    elif exp == "empty":
+        tp = EMPTY_TP[rt]
+    elif exp == "fig6-tpcc":
+        tp = 50e3 * th ** 0.9 if rt == "stm" else 45e3 * th ** 0.92
+    elif exp == "fig4-ycsb":
+        tp = 3e6
+        member = 64.0 * commits
+        combined = member * (1 - SAVED[int(opts["group_txs"])])
+        extra = {"combine.member_bytes": member, "combine.combined_bytes": combined,
+                 "combine.written_bytes": combined * (LZ_RATIO if rt == "dudetx-lz" else 1.0)}
+    elif exp == "fig5-paging":
+        tp = _fig5_tp(rt, float(opts["shadow_fraction"]), float(params["theta"]))
+    elif exp.startswith("table4-"):
+        k = exp.removeprefix("table4-")
+        tp = TABLE4_TP["dudetx"] * mod.D12_PAPER[k] if rt == "dudetx-htm" else TABLE4_TP[rt]
+    elif exp.startswith("fig7-"):
+        tp = FIG7_TP[exp.removeprefix("fig7-")][rt]
+    else:
+        raise AssertionError(f"no synthetic world for experiment {exp!r}: add one")
+    sim_ns = commits / tp * 1e9
+    if exp.startswith("fig3-") and rt == "dudetx":
+        extra["vlog_stall_ns"] = 0.001 * sim_ns * th  # 0.1% of the workers' time
+    return {"throughput": tp, "sim_ns": sim_ns, "commits": commits, "aborts": 0.0, **extra}
+
+
+def rows(quick: bool = True) -> list[Row]:
+    """One row per point of every DUDETx experiment, labelled as :func:`measure` labels it (a
+    fresh copy: perturbations edit it in place)."""
+    return [dict(r) for r in _rows(quick)]
+
+
+@functools.cache
+def _rows(quick: bool) -> tuple[Row, ...]:
+    out = []
+    for p in PAPER.points(quick=quick):
+        labels = {"paper": p["paper"], "experiment": p["experiment"], "preset": p["preset"],
+                  "warmup": p["warmup"], "runtime": p["runtime"], "workload": p["workload"],
+                  "threads": p["threads"], "txs": p["txs"], "seed": p["seed"]}
+        out.append({**labels, **_metrics(p), **p["params"], **(p.get("options") or {})})
+    return tuple(out)
+
+
+def board(rs: list[Row]) -> dict[str, dict[str, Any]]:
+    return {r["claim"]: r for r in scoreboard(PAPER, rs)}
+
+
+# -- perturbations ---------------------------------------------------------------------------
+
+def _match(r: Row, eq: dict[str, Any]) -> bool:
+    return all(r.get(k) == v for k, v in eq.items())
+
+
+def scale(col: str, factor: float, **eq: Any) -> Callable[[list[Row]], None]:
+    """Multiply ``col`` of the rows matching ``eq`` (at least one must match)."""
+    def go(rs: list[Row]) -> None:
+        hit = [r for r in rs if _match(r, eq)]
+        assert hit, f"perturbation matches no row: {eq}"
+        for r in hit:
+            r[col] = r[col] * factor
+    return go
+
+
+def both(*fs: Callable[[list[Row]], None]) -> Callable[[list[Row]], None]:
+    def go(rs: list[Row]) -> None:
+        for f in fs:
+            f(rs)
+    return go
+
+
+FIG3_B, FIG3_H, FIG3_C, FIG3_T = "fig3-btree", "fig3-hash", "fig3-tpcc", "fig3-tatp"
+CASES: dict[str, tuple[str, Callable[[list[Row]], None]]] = {
+    # case: (the claim that must differ, the perturbation)
+    "D1-band": ("D1", scale("throughput", 1.5, experiment=FIG3_B, runtime="stm")),
+    "D1-intensity": ("D1", scale("throughput", (1 - SLOWDOWN["hash"]) / (1 - 0.06),
+                                 experiment=FIG3_H, runtime="stm")),
+    "D2": ("D2", scale("throughput", 0.9, experiment=FIG3_B, runtime="dudetx-inf",
+                       persist_bw=16.0)),
+    "D3-writes": ("D3", scale("logged_entries", 3.0, experiment=FIG3_H, runtime="dudetx")),
+    "D3-log-rate": ("D3", both(scale("logged_entries", 1.9, experiment=FIG3_B, runtime="dudetx"),
+                               scale("sim_ns", 0.4, experiment=FIG3_B, runtime="dudetx"))),
+    "D4-sync-flat": ("D4", scale("throughput", 0.9, experiment=FIG3_T, runtime="dudetx-sync",
+                                 persist_bw=16.0)),
+    "D4-gap": ("D4", scale("throughput", 0.5, experiment=FIG3_C, runtime=mod.SYNC_3500)),
+    "D5": ("D5", scale("throughput", 1.9, experiment=FIG3_B, runtime="dudetx-sync")),
+    "D6-dudetx": ("D6", scale("throughput", 0.4, experiment=FIG3_H, runtime="nvml")),
+    "D6-sync": ("D6", scale("throughput", 0.62, experiment=FIG3_T, runtime="nvml")),
+    "D7-nvml": ("D7", scale("throughput", 2.0, experiment="empty", runtime="nvml")),
+    "D7-dudetx": ("D7", scale("throughput", 0.5, experiment="empty", runtime="dudetx")),
+    "D8-sync": ("D8", scale("ack_p50", 5.0, experiment=FIG3_C, runtime="dudetx-sync",
+                            persist_bw=1.0)),
+    "D8-ideal": ("D8", scale("ack_p50", 2.0, experiment=FIG3_C, runtime="dudetx",
+                             persist_bw=1.0)),
+    "D9-growth": ("D9", scale("combine.combined_bytes", 1 / 0.65 * 0.95,
+                              experiment="fig4-ycsb", runtime="dudetx-combine", group_txs=100)),
+    "D9-lz": ("D9", scale("combine.written_bytes", 2.0, experiment="fig4-ycsb",
+                          runtime="dudetx-lz", group_txs=10)),
+    "D10-full": ("D10", scale("throughput", 1.5, experiment="fig5-paging",
+                              runtime="dudetx-paging-sw", shadow_fraction=1.0)),
+    "D10-small": ("D10", scale("throughput", 0.5, experiment="fig5-paging",
+                               runtime="dudetx-paging-sw", shadow_fraction=0.0625)),
+    "D11-vs-stm": ("D11", scale("throughput", 3.0, experiment="fig6-tpcc", runtime="stm",
+                                threads=4)),
+    "D11-linear": ("D11", both(scale("throughput", 0.4, experiment="fig6-tpcc", threads=4),
+                               scale("throughput", 0.4, experiment="fig6-tpcc", threads=2))),
+    "D12-htm": ("D12", scale("throughput", 0.7, experiment="table4-hash", runtime="htm")),
+    "D12-ratio": ("D12", scale("throughput", 3.0, experiment="table4-btree",
+                               runtime="dudetx-htm")),
+    "D13-vs-tm": ("D13", scale("throughput", 4.0, experiment="fig7-list", runtime="dudetx")),
+    "D13-two-round": ("D13", scale("throughput", 1.6, experiment="fig7-list",
+                                   runtime="dudetx-locks-2r")),
+    "D13-2pl": ("D13", scale("throughput", 2.0, experiment="fig7-btree",
+                             runtime="dudetx-locks-1r")),
+    "D14": ("D14", scale("vlog_stall_ns", 50.0, experiment=FIG3_T, runtime="dudetx",
+                         persist_bw=16.0)),
+}
+"""Each perturbs the holding rows so that one sub-check of one claim fails."""
+
+
+@pytest.fixture(scope="module")
+def holds() -> dict[str, dict[str, Any]]:
+    return board(rows())
+
+
+def test_one_row_per_quick_point_with_the_checked_columns() -> None:
+    rs = rows()
+    assert len(rs) == len(PAPER.points(quick=True))
+    for r in rs:
+        assert r["paper"] == "dudetx" and r["throughput"] > 0 and r["sim_ns"] > 0
+    dude = [r for r in rs if r["experiment"].startswith("fig3-") and r["runtime"] == "dudetx"]
+    assert {r["persist_bw"] for r in dude} == set(mod.QUICK_BW)
+    assert all("vlog_stall_ns" in r and "logged_entries" in r for r in dude)
+    assert {r["group_txs"] for r in rs if r["experiment"] == "fig4-ycsb"} == {10, 100}
+    assert {r["theta"] for r in rs if r["experiment"] == "fig5-paging"} == {0.99}
+
+
+@pytest.mark.parametrize("claim", [c.id for c in PAPER.claims])
+def test_every_claim_holds_on_paper_like_rows(claim: str, holds: dict) -> None:
+    r = holds[claim]
+    assert r["verdict"] == "holds", (r["measured"], r["explanation"])
+    assert r["explanation"] == "" and "✗" not in r["measured"]
+
+
+def test_every_claim_holds_at_full_scale() -> None:
+    """The full-scale points add bandwidths, group sizes, threads and Fig. 5's second skew."""
+    b = board(rows(quick=False))
+    assert {c: r["verdict"] for c, r in b.items()} == dict.fromkeys(b, "holds")
+    assert "Zipf 1.07 vs 0.99" in b["D10"]["measured"]
+
+
+def test_every_claim_has_a_differ_case() -> None:
+    assert {claim for claim, _ in CASES.values()} == {c.id for c in PAPER.claims}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_perturbation_makes_exactly_its_claim_differ(case: str) -> None:
+    claim, perturb = CASES[case]
+    rs = rows()
+    perturb(rs)
+    b = board(rs)
+    r = b[claim]
+    assert r["verdict"] == "differs", r["measured"]
+    assert "✗" in r["measured"]
+    why = r["explanation"]
+    assert why.strip() and why.endswith(".") and why[0].isupper()
+    others = {c: x["verdict"] for c, x in b.items() if c != claim}
+    assert others == dict.fromkeys(others, "holds"), others
+
+
+def test_skew_sub_check_of_d10_can_fail() -> None:
+    """Only the full scale runs two skews: hardware paging must not lose at the higher one."""
+    rs = rows(quick=False)
+    scale("throughput", 0.5, experiment="fig5-paging", runtime="dudetx-paging", theta=1.07,
+          shadow_fraction=0.0625)(rs)
+    r = board(rs)["D10"]
+    assert r["verdict"] == "differs" and "skew" in r["explanation"]
+
+
+def test_d5_and_d6_read_mnemosyne_at_1_gbs_only() -> None:
+    """Mnemosyne has a persist_bw option too: its rows at 16 GB/s must not be averaged into
+    the 1 GB/s comparison (they once were)."""
+    rs = rows()
+    scale("throughput", 10.0, experiment=FIG3_B, runtime="mnemosyne", persist_bw=16.0)(rs)
+    b = board(rs)
+    assert b["D5"]["verdict"] == "holds" and b["D6"]["verdict"] == "holds"
+    scale("throughput", 2.0, experiment=FIG3_B, runtime="mnemosyne", persist_bw=1.0)(rs)
+    assert board(rs)["D5"]["verdict"] == "differs"
+
+
+@pytest.mark.parametrize("claim", [c.id for c in PAPER.claims])
+def test_missing_experiment_raises_missing_rows(claim: str) -> None:
+    """Without one of its experiments a predicate raises MissingRows (never another error),
+    and the scoreboard reports the claim as "not run", naming the experiments to run."""
+    c = next(c for c in PAPER.claims if c.id == claim)
+    for exp in c.experiments:
+        rest = [r for r in rows() if r["experiment"] != exp]
+        with pytest.raises(MissingRows):
+            assert c.check is not None
+            c.check(Rows(rest))
+        r = board(rest)[claim]
+        assert r["verdict"] == "not run" and exp in r["explanation"]
+
+
+def test_missing_runtime_raises_missing_rows() -> None:
+    rest = [r for r in rows() if not (r["experiment"] == "empty" and r["runtime"] == "nvml")]
+    with pytest.raises(MissingRows, match="nvml"):
+        mod.check_d7(Rows(rest))
