@@ -14,14 +14,16 @@ from pmsim.experiments.unified import (
     read_kill_matrix,
     run_unified,
 )
-from pmsim.runtimes.registry import MUTANTS, RUNTIMES
+from pmsim.runtimes.registry import MUTANTS, RUNTIMES, is_fuzz_variant
 
 
 def test_every_protocol_and_no_mutant() -> None:
     u = Unified().resolved()
     assert {"undo", "redo", "cow", "undo-2pb", "undo-eager", "redo-eadr"} <= set(u.runtimes)
     assert not set(u.runtimes) & set(MUTANTS)
-    assert set(u.runtimes) == {r for r in RUNTIMES if r not in MUTANTS}
+    assert set(u.runtimes) == {r for r in RUNTIMES if r not in MUTANTS and not is_fuzz_variant(r)}
+    assert "dudetx" in u.runtimes and "dudetx-fine" not in u.runtimes
+    assert Unified(runtimes=("dudetx-fine",)).resolved().runtimes == ("dudetx-fine",)
     pts = u.points()
     assert len(pts) == len(u.runtimes) * 3 * 3
     assert {p["preset"] for p in pts} == {"pdom0", "optane-adr", "eadr"}
