@@ -174,6 +174,29 @@ def test_crash_fuzzing_default_batches() -> None:
     assert rep.exhaustive
 
 
+@pytest.mark.parametrize(("workload", "threads", "order", "domain"), [
+    ("bank", 3, "px86", "pdom0"), ("kv", 4, "line", "pdom1"), ("bank", 4, "px86", "pdom2")])
+def test_crash_fuzzing_more_threads_and_px86(workload: str, threads: int, order: str,
+                                            domain: str) -> None:
+    rep = fuzz(FuzzConfig(runtime="dudetx-fine", workload=workload, domain=domain, order=order,
+                          threads=threads, txs=6))
+    assert rep.ok, crashfuzz.format_report(rep)
+    assert rep.exhaustive
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("domain", ["pdom0", "pdom1", "pdom2"])
+@pytest.mark.parametrize("order", ["line", "px86"])
+@pytest.mark.parametrize("threads", [3, 4])
+@pytest.mark.parametrize("workload", ["bank", "kv"])
+def test_three_and_four_threads_both_orders(workload: str, threads: int, order: str,
+                                            domain: str) -> None:
+    rep = fuzz(FuzzConfig(runtime="dudetx-fine", workload=workload, domain=domain, order=order,
+                          threads=threads, txs=6))
+    assert rep.ok, crashfuzz.format_report(rep)
+    assert rep.exhaustive
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("domain", ["pdom0", "pdom1", "pdom2"])
 @pytest.mark.parametrize("workload", ["bank", "kv", "array", "alloc-x"])
