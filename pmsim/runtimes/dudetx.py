@@ -356,6 +356,9 @@ class DudeTxRuntime(OptimisticRuntime):
         self._ptail = [0] * t
         self._ready: dict[int, Record] = {}
         self._acks: list[deque[tuple[int, int, float]]] = [deque() for _ in range(t)]
+        self._unacked: set[int] = set()
+        self._ended: dict[int, float] = {}  # txid -> end of a transaction not yet acknowledged
+        self._early: dict[int, tuple[float, float]] = {}  # txid -> (ack clock, start) before its end
 
     def _load(self) -> None:
         """Rebuild volatile state from PM, then the shadow."""
@@ -489,7 +492,32 @@ class DudeTxRuntime(OptimisticRuntime):
         self._vq[t].append(Record(ident, t, tx.txid, entries, slot - len(entries)))
         self.commit_order.append(tx.txid)
         cpu.mark(Mark.TX_COMMIT, tx.txid)
-        self._acks[t].append((ident, tx.txid, tx.start))
+        self._queue_ack(t, ident, tx)
+
+    def _queue_ack(self, t: int, key: int, tx: Tx) -> None:
+        """Queue ``tx`` for acknowledgement once D reaches ``key``."""
+        self._acks[t].append((key, tx.txid, tx.start))
+        self._unacked.add(tx.txid)
+
+    def _acked(self, txid: int, start: float, clock: float) -> None:
+        """Record an acknowledgement's latency: the application learns of it at the later of the
+        acknowledgement and the end of its transaction (a background thread's clock may trail
+        the worker's)."""
+        self._unacked.discard(txid)
+        end = self._ended.pop(txid, None)
+        if end is None:
+            self._early[txid] = (clock, start)
+        else:
+            self.ack_latencies.append(max(clock, end) - start)
+
+    def _finish(self, tx: Tx) -> Generator[Any, Any, None]:
+        yield from super()._finish(tx)
+        end = tx.cpu.clock
+        early = self._early.pop(tx.txid, None)
+        if early is not None:
+            self.ack_latencies.append(max(early[0], end) - early[1])
+        elif tx.txid in self._unacked:
+            self._ended[tx.txid] = end
 
     def _take_id(self, cpu: Any) -> int:
         """Fetch-and-increment the dense ID counter (a CAS loop on its DRAM word)."""
@@ -509,9 +537,9 @@ class DudeTxRuntime(OptimisticRuntime):
         cpu.mark(Mark.TX_COMMIT, tx.txid)
         if not self._acks[t] and key <= self.D:
             cpu.mark(Mark.TX_DURABLE, tx.txid)
-            self.ack_latencies.append(cpu.clock - tx.start)
+            self._acked(tx.txid, tx.start, cpu.clock)
         else:
-            self._acks[t].append((key, tx.txid, tx.start))
+            self._queue_ack(t, key, tx)
 
     # -- allocation: bits in the shadow bitmap, through the STM ------------------------------------
     def _alloc(self, tx: Tx, words: int) -> int:
@@ -652,7 +680,7 @@ class DudeTxRuntime(OptimisticRuntime):
             while q and q[0][0] <= d:
                 _, txid, start = q.popleft()
                 c.mark(Mark.TX_DURABLE, txid)
-                self.ack_latencies.append(cpu.clock - start)
+                self._acked(txid, start, cpu.clock)
 
     def _reproduce_loop(self, cpu: Any) -> Generator[Any, Any, None]:
         while True:

@@ -251,7 +251,7 @@ class DudeTxHtmRuntime(DudeTxRuntime):
         self._vq[t].append(Record(tx.ident, t, tx.txid, entries, slot - len(entries)))
         self.commit_order.append(tx.txid)
         cpu.mark(Mark.TX_COMMIT, tx.txid)
-        self._acks[t].append((tx.ident, tx.txid, tx.start))
+        self._queue_ack(t, tx.ident, tx)
 
     # -- allocation: bits in the shadow bitmap, logged like any write ---------------------------
     def _set_bit(self, tx: Tx, block: int, allocated: bool) -> None:
