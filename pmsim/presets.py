@@ -87,6 +87,20 @@ def _dudetx() -> MachineConfig:
     )
 
 
+def _nvhtm() -> MachineConfig:
+    ghz = 1.8
+    return MachineConfig(
+        cores=14,
+        cache=CacheConfig(CacheLevel(32, 8, 4 / ghz), CacheLevel(256, 8, 12 / ghz),
+                          CacheLevel(32768, 16, 40 / ghz)),
+        pm=PMConfig(read_ns=90.0, write_ns=90.0, banks=16, wpq_entries=64, to_wpq_ns=0.0),
+        dram=DRAMConfig(90.0),
+        costs=CostConfig(store_ns=1 / ghz, flush_ns=1 / ghz, fence_ns=2 / ghz),
+        domain="pdom1",
+        barrier="modelled",
+    )
+
+
 PRESETS: dict[str, tuple[Callable[[], MachineConfig], str]] = {
     "default": (MachineConfig, "pmsim defaults: an ADR (PDOM-1) machine with 2 cores [A]"),
     "optane-adr": (lambda: _optane("pdom1"),
@@ -113,6 +127,12 @@ PRESETS: dict[str, tuple[Callable[[], MachineConfig], str]] = {
                     "persist a fixed 1,000 cycles (294 ns); batched persists are charged by the "
                     "runtime as max(latency, bytes/BW); 4 threads as in Tables 1-4; 374 ns of "
                     "application work per transaction, fitted to Volatile-STM (card §10.6)"),
+    "nvhtm-xeon": (_nvhtm,
+                   "NV-HTM (JPDC'19) §6: Xeon E5-2648L v4 at 1.8 GHz, 14 cores (L1 32 KB, L2 "
+                   "256 KB, L3 35 MB per Intel's data sheet, modelled as 32 MB 16-way since "
+                   "sets are a power of two; 4/12/40-cycle hits [A]); PM emulated in DRAM with "
+                   "no read-latency model, so PM at DRAM speed (90 ns [A]); the 500 ns flush "
+                   "spin is the runtimes' flush_ns option (card §8); no hyper-threading"),
     "loc-gem5": (_loc,
                  "LOC (ICCD'14) Table I, gem5 at 1 GHz: L1 32 KB 2-way 1 cycle; L2 256 KB 8-way "
                  "8 cycles; LLC 1 MB 16-way 21 cycles; memory 8 banks 168 ns; 4 cores [A]"),

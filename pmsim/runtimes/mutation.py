@@ -163,6 +163,9 @@ class Mutant:
     workload: str = ""
     """A workload (name or import path) whose transactions show the bug, tried first by the
     kill matrix; empty: only the matrix's own workloads."""
+    txs: int = 0
+    """Transactions per thread that show the bug on :attr:`workload`; the kill matrix runs that
+    many there (fewer crash points for a bug at the end of a run); 0: the matrix's own."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mutations", tuple(self.mutations))
@@ -174,6 +177,9 @@ class Mutant:
             raise ConfigError(f"mutant {self.name} has no mutations")
         if not isinstance(self.threads, int) or isinstance(self.threads, bool) or self.threads < 1:
             raise ConfigError(f"mutant {self.name}: threads must be an integer >= 1")
+        if not isinstance(self.txs, int) or isinstance(self.txs, bool) or self.txs < 0:
+            raise ConfigError(f"mutant {self.name}: txs must be an integer >= 0 (0: the "
+                              "campaign's own)")
 
     @property
     def base(self) -> type[Runtime]:

@@ -1087,12 +1087,15 @@ __all__ = ["CP_PRUNE", "CP_RECOVER", "Counts", "G_CP", "INF", "LOG_FULL", "LogTx
 
 BANK = "bank"
 TWO = "two worker threads whose transactions conflict"
+PAIR = "pmsim.runtimes.nvhtm_mutants:PairBank"
+OVERWRITE = "pmsim.runtimes.nvhtm_mutants:Overwrite"
 
 
 def _mutant(ident: str, base: Any, mutations: tuple[Any, ...], why: str,
             domains: tuple[str, ...] = ("pdom0", "pdom1", "pdom2"), needs: str = "",
-            threads: int = 1, workload: str = "") -> Mutant:
-    return Mutant(f"nvhtm:{ident}", base, mutations, domains, why, needs, threads, workload)
+            threads: int = 1, workload: str = "", txs: int = 0) -> Mutant:
+    return Mutant(f"nvhtm:{ident}", base, mutations, domains, why, needs, threads, workload,
+                  txs)
 
 
 MUTANTS = (
@@ -1110,9 +1113,11 @@ MUTANTS = (
     _mutant("M6", NVHTM_RACE, (drop("nvhtm.begin.advertise"),),
             "no begin advertisement: between xend and C3 the thread looks idle, so a dependent "
             "skips the wait", needs=TWO, threads=2, workload="array"),
-    _mutant("M7", NVHTM_RACE, (patch("ts_after_commit", nm.const(True), "ts after xend"),),
+    _mutant("M7", NVHTM_RACE, (patch("ts_after_commit", nm.const(True), "ts after xend"),
+                                patch("_gap", nm.hold_for_later_commit, "hold after xend")),
             "the timestamp is read after xend: a dependent gets a smaller one and is replayed "
-            "first", needs=TWO, threads=2, workload=BANK),
+            "first", needs=TWO + "; thread 0 held after xend until another commits",
+            threads=2, workload=PAIR),
     _mutant("M8", NVHTM_RACE, (patch("_take_ts", nm.begin_ts_as_commit_ts, "begin ts"),),
             "the begin timestamp is the commit timestamp: a long transaction that depends on a "
             "shorter one is ordered before it", needs=TWO + ", one long and one short", threads=2,
@@ -1133,9 +1138,14 @@ MUTANTS = (
             "the startPs advance without the CPLog: after a partial update an old transaction "
             "of an un-advanced log is replayed over a newer value", needs=TWO, threads=2,
             workload=BANK),
-    _mutant("M14", NVHTM_RACE, (patch("_window", nm.per_log_cut, "a cut per log"),),
+    _mutant("M14", variant(NvHtmRuntime, "nvhtm-wide-log", log_slots=256,
+                           prune_threshold=0.1875),
+            (patch("_window", nm.per_log_cut, "a cut per log"),
+             patch("_checkpoint", nm.checkpoint_when_idle, "checkpoint when idle"),
+             patch("run", nm.follow(0, 1, 0), "thread 0 last")),
             "a separate cut per log: an older transaction is applied over a newer one",
-            needs=TWO, threads=2, workload=BANK),
+            needs=TWO + ", thread 0's records small, thread 1's large, thread 0 last, the "
+            "checkpointer late", threads=2, workload=OVERWRITE, txs=4),
     _mutant("M15", NVHTM_FINE, (patch("_filter_key", nm.filter_per_line, "filter per line"),),
             "the filter marks lines: other words of a line lose their newest values"),
     _mutant("M16", NVHTM_FINE, (patch("_tx_entries", nm.forward_within_tx, "forward in tx"),),
@@ -1149,14 +1159,17 @@ MUTANTS = (
             "the working snapshot is mapped shared: HTM commits write the PS, and eviction "
             "persists non-durable data"),
     _mutant("M19", variant(NVHTM_RACE, "nvhtm-race-sgl", htm_budget=1),
-            (patch("sgl_ts_after_release", nm.const(True), "SGL ts after release"),),
+            (patch("sgl_ts_after_release", nm.const(True), "SGL ts after release"),
+             patch("_write", nm.hardware_aborts, "thread 0 on the SGL"),
+             patch("_gap", nm.hold_for_later_commit, "hold after the release")),
             "the SGL path reads its timestamp after releasing the lock: a hardware transaction "
-            "that read its writes can get a smaller timestamp", needs=TWO + " (one attempt, "
-            "then the SGL)", threads=2, workload=BANK),
-    _mutant("M21", NVHTM_FINE, (patch("_new_start", nm.boundary_start, "startP at boundary"),),
+            "that read its writes can get a smaller timestamp", needs=TWO + "; thread 0 on the "
+            "SGL, held after the release until another commits", threads=2, workload=PAIR),
+    _mutant("M21", NVHTM_FINE, (patch("_new_start", nm.boundary_start, "startP at boundary"),
+                                 patch("run", nm.follow(1, 0, 2), "thread 0 first")),
             "a new startP is the boundary transaction itself: recovery replays it again over a "
-            "newer value from another log", needs=TWO + ", one slow",
-            threads=2, workload="pmsim.runtimes.nvhtm_mutants:Overwrite"),
+            "newer value from another log", needs=TWO + ", thread 0 done two transactions "
+            "before thread 1", threads=2, workload=OVERWRITE),
 )
 """The card mutants crashfuzz kills. M4 (read-only skips WAITCOMMIT) and M20 (no marker
 reservation) are in :data:`UNREGISTERED`: neither can change recovered data (R5 and liveness,

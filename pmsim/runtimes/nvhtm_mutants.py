@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..tm.htm import HtmAbort
 from ..workloads.bank import Bank
 from ..workloads.base import Model, Workload
 from .layout import PMSpec, StaticArray
@@ -27,6 +28,86 @@ def const(value: Any) -> Fn:
     def _patch(orig: Any) -> Any:
         return value
     return _patch
+
+
+# -- holds: the scheduling points the race mutants need, forced instead of left to timing ----
+HELD = 0
+"""The thread a race mutant's hold delays (the other threads run on)."""
+HOLD_NS = 20_000.0
+"""Longest hold of a worker. A hold ends when what it waits for happens; the bound only ends it
+when the awaited thread has no transaction left (so runs end)."""
+CP_HOLD_NS = 1e6
+"""Longest hold of the checkpointer (it ends at once when the workers are done)."""
+POLL_NS = 100.0
+SPURIOUS = 0x21
+"""xabort code of the hardware aborts :func:`hardware_aborts` forces."""
+
+
+def _hold(rt: Any, cpu: Any, done: Callable[[], bool], ns: float = HOLD_NS
+          ) -> Generator[Any, Any, None]:
+    """Let simulated time pass on ``cpu`` until ``done()``, at most ``ns``."""
+    t0 = cpu.clock
+    while not done() and cpu.clock - t0 < ns:
+        yield from rt.idle(cpu, POLL_NS)
+
+
+def _commits(rt: Any, tid: int) -> int:
+    """Transactions of thread ``tid`` committed (HTM or SGL) so far."""
+    return sum(1 for x in rt.commit_order if x >> 32 == tid)
+
+
+def hold_for_later_commit(orig: Fn) -> Fn:
+    """Patch of ``_gap`` (the point right after a commit: after ``xend`` before C3, and after
+    the SGL's release): thread :data:`HELD` stays there until a transaction of another thread
+    that committed after it has taken its timestamp. Any pause there is legal; it is the
+    window M7 and M19 read their timestamp after, so a dependent always gets a smaller one."""
+    def _gap(self: Any, cpu: Any) -> Generator[Any, Any, None]:
+        yield from orig(self, cpu)
+        if cpu.tid != HELD:
+            return
+        n = len(self.commit_order)
+
+        def done() -> bool:
+            return any(x >> 32 != HELD and x in self.commit_ts for x in self.commit_order[n:])
+        yield from _hold(self, cpu, done)
+    return _gap
+
+
+def hardware_aborts(orig: Fn) -> Fn:
+    """Patch of ``_write``: thread :data:`HELD`'s hardware attempts abort at their first write
+    (best-effort HTM may abort any transaction, card H4), so with a budget of one attempt its
+    updates run under the SGL while the other threads' run in hardware (what M19 needs)."""
+    def _write(self: Any, tx: Any, home: int, values: Any) -> None:
+        if tx.hw and tx.tid == HELD:
+            tx.cpu.xabort(SPURIOUS)
+            raise HtmAbort(tx.cpu.xstatus())
+        orig(self, tx, home, values)
+    return _write
+
+
+def follow(follower: int, leader: int, lead: int) -> Fn:
+    """A patch of ``run``: thread ``follower`` starts its k-th transaction only once thread
+    ``leader`` has committed ``k + lead`` (or the leader has none left): the threads' commits
+    interleave in that order whatever the persist barriers cost."""
+    def _patch(orig: Fn) -> Fn:
+        def run(self: Any, cpu: Any, *args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
+            if cpu.tid == follower:
+                need = self.seq[follower] + 1 + lead
+                yield from _hold(self, cpu, lambda: _commits(self, leader) >= need)
+            return (yield from orig(self, cpu, *args, **kwargs))
+        return run
+    return _patch
+
+
+def checkpoint_when_idle(orig: Fn) -> Fn:
+    """Patch of ``_checkpoint``: a checkpoint a log asked for starts only once the workers are
+    done (or after :data:`CP_HOLD_NS`): a descheduled checkpointer, which M14 needs to see logs
+    filled past their threshold with no commit racing its truncation."""
+    def _checkpoint(self: Any, cpu: Any, t: int | None) -> Generator[Any, Any, None]:
+        if t is not None and not self.stopping:
+            yield from self.idle(cpu, CP_HOLD_NS)
+        yield from orig(self, cpu, t)
+    return _checkpoint
 
 
 def no_wait_update(orig: Fn) -> Fn:
@@ -245,22 +326,25 @@ class OverwriteModel(Model):
         self.cells = [0] * (LATE_STRIDE * (threads + 1))
 
     def apply(self, op: tuple[int, int, int]) -> None:
-        tid, n, shared = op
+        tid, n, word = op
         c = self.cells
-        for k in range(LATE_WORDS if tid == 0 else 0):
+        for k in range(LATE_WORDS if tid else 0):
             c[LATE_STRIDE * (tid + 1) + k] = n
-        c[0 if shared else LATE_STRIDE * (tid + 1)] = n
+        for w in ((0, 1) if tid == 0 else (word,)):
+            c[w] = n
 
     def snapshot(self) -> Hashable:
         return tuple(self.cells)
 
 
 class Overwrite(Workload):
-    """Thread 0's transactions write twelve private words, then a fresh value into one shared
-    word; the other threads' store a fresh value into the shared word or into their private
-    word, at random. Thread 0 commits seldom, so its log's newest checkpointed transaction
-    often wrote the shared word before newer ones of another log that are checkpointed too:
-    replaying it again (M21) regresses the word."""
+    """Two shared words x and y (cells 0 and 1). Thread 0's transactions store a fresh value
+    into both (two log entries); every other thread's store twelve private words (lines of
+    their own), then a fresh value into x or y, alternately. The other threads' records are
+    thus seven times thread 0's, and any two of their consecutive transactions overwrite both
+    words: the checkpointer mutants (M14, M21) need such a pair after thread 0's last
+    transaction, or thread 0's last transaction after older overwrites, and the mutants' hold
+    patches (:func:`follow`) order the threads accordingly."""
 
     name = "nvhtm-overwrite"
 
@@ -270,15 +354,17 @@ class Overwrite(Workload):
                       max_tx_allocs=0, max_tx_objects=LATE_WORDS + 1)
 
     def next_op(self, tid: int, rng: np.random.Generator) -> tuple[int, int, int]:
-        return (tid, int(rng.integers(1, 1 << 20)), 1 if tid == 0 else int(rng.integers(0, 2)))
+        k = sum(1 for txid in self.executed if txid >> 32 == tid)  # the thread's earlier ones
+        return (tid, int(rng.integers(1, 1 << 20)), k & 1)
 
     def body(self, tx: Any, op: tuple[int, int, int]) -> Generator[Any, Any, None]:
         cell = tx.rt.static
-        tid, n, shared = op
-        for k in range(LATE_WORDS if tid == 0 else 0):
+        tid, n, word = op
+        for k in range(LATE_WORDS if tid else 0):
             tx.write(cell("cells", LATE_STRIDE * (tid + 1) + k), 0, n)
             yield from tx.pause()
-        tx.write(cell("cells", 0 if shared else LATE_STRIDE * (tid + 1)), 0, n)
+        for w in ((0, 1) if tid == 0 else (word,)):
+            tx.write(cell("cells", w), 0, n)
 
     def model(self) -> Model:
         return OverwriteModel(self.threads)

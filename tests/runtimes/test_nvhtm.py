@@ -358,18 +358,10 @@ CARD = ("M1", "M2", "M3", "M5", "M6", "M7", "M8", "M9", "M10", "M11", "M12", "M1
 
 
 def test_every_card_mutation_is_registered() -> None:
+    """Each is killed where it is a bug by tests/crashfuzz/test_mutants.py (the kill matrix)."""
     assert {f"nvhtm:{m}" for m in CARD} == {m.name for m in MUTANTS}
     assert {m.name for m in MUTANTS} <= set(REGISTERED)
     assert not {m.name for m in UNREGISTERED} & set(REGISTERED)
-
-
-@pytest.mark.parametrize("mutation", CARD)
-def test_mutant_killed(mutation: str) -> None:
-    m = get_mutant(f"nvhtm:{mutation}")
-    rep = fuzz(FuzzConfig(runtime=m.name, domain="pdom1", threads=2, txs=8,
-                          idempotence=2, reduce=False, budget=4096, new_tx=3, stop_at_first=True,
-                          workload=m.workload or "bank"))
-    assert not rep.ok, f"{m.name} survived"
 
 
 @pytest.mark.parametrize("mutation", ["M1", "M2", "M5", "M10", "M12"])
