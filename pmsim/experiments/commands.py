@@ -23,6 +23,7 @@ from ..stats import format_table
 from ..workloads.base import WORKLOADS, get_workload
 from .compare import DEMO_PRESETS, compare_table, run_comparison
 from .run import METRICS, RunResult, run_experiment
+from .tables import num
 
 
 def parse_params(items: Sequence[str]) -> dict[str, Any]:
@@ -68,6 +69,14 @@ def result_table(results: Sequence[RunResult]) -> str:
     return format_table(rows)
 
 
+def counter_table(r: RunResult) -> str:
+    """A run's runtime counters (aborts by cause, log traffic in each counting mode...) with
+    their totals and per committed transaction."""
+    n = max(r.commits, 1)
+    return format_table([{"counter": k, "total": num(v), "per tx": num(v / n)}
+                         for k, v in sorted(r.counters.items())])
+
+
 def _add_run(p: argparse.ArgumentParser) -> None:
     get_runtime("undo")
     get_workload("array")
@@ -104,6 +113,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
           f"{r.threads} thread(s), {r.txs} measured transactions, seed {r.seed}, "
           f"backend {r.backend}, {r.tx_per_wall_s:,.0f} tx per wall-second")
     print(result_table([r]))
+    if r.counters:
+        print(f"# the runtime's own counters over the measured period; per tx = total / "
+              f"{r.commits} commits")
+        print(counter_table(r))
     try:
         if args.json:
             with open(args.json, "w") as f:

@@ -34,6 +34,24 @@ def test_run_prints_table_and_writes_files(tmp_path, capsys) -> None:
     assert float(row["pb_per_tx"]) == pytest.approx(data["pb_per_tx"])
 
 
+def test_run_prints_the_runtimes_counters(tmp_path, capsys) -> None:
+    """NV-HTM's acceptance run: aborts by cause and PM traffic in both counting modes, totals
+    and per committed transaction; redo has no counters and prints no counter table."""
+    js = tmp_path / "r.json"
+    assert main(["run", "--runtime", "nvhtm", "--workload", "bank", "--threads", "8", "--txs",
+                 "20", "--json", str(js)]) == 0
+    out = capsys.readouterr().out
+    data = json.loads(js.read_text())
+    for k in ("htm.conflict", "htm.capacity", "htm.lock", "htm.fallbacks",
+              "nvhtm.literal_words", "nvhtm.literal_flushes", "nvhtm.paper_writes",
+              "nvhtm.paper_flushes"):
+        assert k in out and k in data
+    line = next(ln for ln in out.splitlines() if ln.split()[:1] == ["nvhtm.updates"])
+    assert float(line.split()[2]) == pytest.approx(data["nvhtm.updates"] / data["commits"], 0.01)
+    assert main(["run", "--runtime", "redo", "--txs", "5"]) == 0
+    assert "counters" not in capsys.readouterr().out
+
+
 def test_run_domain_override(capsys) -> None:
     for dom in ("pdom0", "pdom2"):
         assert main(["run", "--runtime", "undo", "--txs", "5", "--preset", "marathe-pdom1",
