@@ -314,14 +314,22 @@ def test_crash_fuzzing_other_variants(runtime: str) -> None:
     assert rep.exhaustive
 
 
+LONG_TXS = {"bank": 12, "hashmap": 8, "tpcc": 2}
+"""Transactions per thread in the long campaigns (TPC-C's New-Order writes ~100 words)."""
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("domain", ["pdom0", "pdom1", "pdom2"])
-@pytest.mark.parametrize(("workload", "threads"), [("bank", 3), ("bank", 4), ("hashmap", 3),
-                                                   ("kv", 4)])
-def test_long_campaign(workload: str, threads: int, domain: str) -> None:
+@pytest.mark.parametrize("order", ["line", "px86"])
+@pytest.mark.parametrize("threads", [2, 3, 4])
+@pytest.mark.parametrize("workload", ["bank", "hashmap", "tpcc"])
+def test_long_campaign(workload: str, threads: int, order: str, domain: str) -> None:
+    """Issue 13's matrix: Bank, the hash map and TPC-C, 2-4 threads, both order modes, every
+    domain; exhaustive at every crash point, crashes during checkpoints, recovery and after."""
     rep = fuzz(FuzzConfig(runtime="nvhtm-fine", workload=workload, domain=domain,
-                          threads=threads, txs=12, idempotence=4))
+                          threads=threads, txs=LONG_TXS[workload], idempotence=2, order=order))
     assert rep.ok, crashfuzz.format_report(rep)
+    assert rep.exhaustive, f"sampled points: raise the budget ({rep.states_checked} states)"
 
 
 def test_crash_fuzzing_allocation() -> None:
@@ -338,16 +346,6 @@ def test_crash_fuzzing_allocation() -> None:
 def test_long_campaign_allocation(domain: str) -> None:
     rep = fuzz(FuzzConfig(runtime="nvhtm-race", workload="alloc-x", domain=domain, threads=2,
                           txs=8, idempotence=2))
-    assert rep.ok, crashfuzz.format_report(rep)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("runtime", ["nvhtm-fine", "nvhtm-race"])
-def test_long_campaign_tpcc_and_px86(runtime: str) -> None:
-    rep = fuzz(FuzzConfig(runtime=runtime, workload="tpcc", threads=2, txs=3, idempotence=2,
-                          budget=1 << 14))
-    assert rep.ok, crashfuzz.format_report(rep)
-    rep = fuzz(FuzzConfig(runtime=runtime, workload="bank", threads=2, txs=12, order="px86"))
     assert rep.ok, crashfuzz.format_report(rep)
 
 
