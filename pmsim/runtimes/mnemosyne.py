@@ -47,16 +47,15 @@ baselines.md describes the protocol.
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from ..config import LINE
-from ..errors import ConfigError, PmsimError
+from ..errors import ConfigError
 from ..tm.stm import Stm, StmConfig, StmTx
 from ..trace import Mark
 from .alloclog import ALLOC_STEPS
-from .base import Body, RuntimeCosts, Tx
+from .base import RuntimeCosts, Tx
 from .descriptor import G_EPOCH
 from .dudetx import ID_SHIFT, N_MASK, SLOT, Bandwidth, end_word, record_checksum
 from .layout import Layout, PMSpec
@@ -136,57 +135,13 @@ class MnemosyneRuntime(StmRuntime):
         return not addr & 7 and self._data_lo <= addr < self._data_hi
 
     # -- transactions ----------------------------------------------------------------------------
-    def run(self, cpu: Any, body: Body, locks: Iterable[Any] = (),
-            on_begin: Callable[[Tx], None] | None = None) -> Generator[Any, Any, Tx]:
-        """Run ``body`` under the STM until an attempt commits (durably, in ``on_commit``) or
-        the body returns False."""
-        tid = cpu.tid
-        if tid >= self.layout.threads:
-            raise ConfigError(f"thread {tid} has no log: the layout has {self.layout.threads}; "
-                              "plan it with more threads")
-        if self.active[tid] is not None:
-            raise PmsimError(f"thread {tid} already runs transaction {self.active[tid].txid:#x}: "
-                             "transactions do not nest")
-        start = cpu.clock
-        self.seq[tid] += 1
-        txid = (tid << 32) | self.seq[tid]
-        cpu.mark(Mark.TX_BEGIN, txid)
-        view: list[Tx] = []
-
-        def attempt(stx: StmTx) -> Any:
-            tx = StmRuntimeTx(self, cpu, txid, stx)
-            tx.start = start
-            view[:] = [tx]
-            self.active[tid] = tx
-            if on_begin is not None:
-                on_begin(tx)
-            return body(tx)
-
-        try:
-            stx = yield from self.stm.atomic(cpu, attempt, lambda _: self._drop_allocs(view[0]))
-        except BaseException:
-            if view:
-                self._drop_allocs(view[0])
-                self.active[tid] = None
-            raise
-        tx = view[0]
-        if stx.committed:
-            for b in tx.frees:
-                self.heap.push(b)
-            self.commits += 1
-            key = stx.serial
-            i = bisect.bisect_right(self._serial, key)
-            self._serial.insert(i, key)
-            self.commit_order.insert(i, txid)
-            if stx.read_only:
-                cpu.mark(Mark.TX_COMMIT, txid)
-            cpu.mark(Mark.TX_DURABLE, txid)
-        else:
-            self._drop_allocs(tx)
-            self.aborts += 1
-            cpu.mark(Mark.TX_ABORT, txid)
-        yield from self._finish(tx)
-        return tx
+    def _committed(self, cpu: Any, tx: Tx, stx: StmTx) -> None:
+        """Allocations were logged in ``on_commit``; a read-only attempt has no commit record,
+        so it is marked committed here."""
+        for b in tx.frees:
+            self.heap.push(b)
+        if stx.read_only:
+            cpu.mark(Mark.TX_COMMIT, tx.txid)
 
     def _on_commit(self, stx: StmTx, ts: int) -> None:
         """Log, persist (the commit point), write back in place, truncate; locks held."""

@@ -41,18 +41,17 @@ describes the protocol beside NV-HTM.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..config import LINE
-from ..errors import ConfigError, PmsimError
+from ..errors import ConfigError
 from ..tm.stm import AbortCause, Stm, StmConfig, StmTx
 from ..trace import Mark
 from .alloclog import ALLOC_STEPS
-from .base import PB_DOMAINS, Body, RuntimeCosts, Tx
+from .base import PB_DOMAINS, RuntimeCosts, Tx
 from .layout import Layout, PMSpec
 from .mutation import Mutant, drop
 from .registry import register_mutant, register_runtime, variant
@@ -202,58 +201,14 @@ class PstmRuntime(StmRuntime):
         return out
 
     # -- transactions ----------------------------------------------------------------------------
-    def run(self, cpu: Any, body: Body, locks: Iterable[Any] = (),
-            on_begin: Callable[[Tx], None] | None = None) -> Generator[Any, Any, Tx]:
-        """Run ``body`` under the STM until an attempt commits (durably, in ``on_commit``) or
-        the body returns False."""
-        tid = cpu.tid
-        if tid >= self.layout.threads:
-            raise ConfigError(f"thread {tid} has no log: the layout has {self.layout.threads}; "
-                              "plan it with more threads")
-        if self.active[tid] is not None:
-            raise PmsimError(f"thread {tid} already runs transaction {self.active[tid].txid:#x}: "
-                             "transactions do not nest")
-        start = cpu.clock
-        self.seq[tid] += 1
-        txid = (tid << 32) | self.seq[tid]
-        cpu.mark(Mark.TX_BEGIN, txid)
-        view: list[Tx] = []
-
-        def attempt(stx: StmTx) -> Any:
-            tx = StmRuntimeTx(self, cpu, txid, stx)
-            tx.start = start
-            view[:] = [tx]
-            self.active[tid] = tx
-            if on_begin is not None:
-                on_begin(tx)
-            return body(tx)
-
-        try:
-            stx = yield from self.stm.atomic(cpu, attempt, lambda _: self._drop_allocs(view[0]))
-        except BaseException:
-            if view:
-                self._drop_allocs(view[0])
-                self.active[tid] = None
-            raise
-        tx = view[0]
-        if stx.committed:
-            for b in tx.frees:
-                self.heap.push(b)
-            self.commits += 1
-            key = stx.serial
-            i = bisect.bisect_right(self._serial, key)
-            self._serial.insert(i, key)
-            self.commit_order.insert(i, txid)
-            if stx.read_only:
-                self.counts.read_only += 1
-                cpu.mark(Mark.TX_COMMIT, txid)
-            cpu.mark(Mark.TX_DURABLE, txid)
-        else:
-            self._drop_allocs(tx)
-            self.aborts += 1
-            cpu.mark(Mark.TX_ABORT, txid)
-        yield from self._finish(tx)
-        return tx
+    def _committed(self, cpu: Any, tx: Tx, stx: StmTx) -> None:
+        """Allocations were logged in ``on_commit``; a read-only attempt has no commit record,
+        so it is marked committed here."""
+        for b in tx.frees:
+            self.heap.push(b)
+        if stx.read_only:
+            self.counts.read_only += 1
+            cpu.mark(Mark.TX_COMMIT, tx.txid)
 
     def _on_write(self, stx: StmTx, addr: int, value: int, old: int | None) -> None:
         """Before a write takes effect (its stripe locked): the first write of a word logs

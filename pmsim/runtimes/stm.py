@@ -78,10 +78,11 @@ class StmRuntime(OptimisticRuntime):
     # -- transactions ----------------------------------------------------------------------------
     def run(self, cpu: Any, body: Body, locks: Iterable[Any] = (),
             on_begin: Callable[[Tx], None] | None = None) -> Generator[Any, Any, Tx]:
-        """Run ``body`` under the STM until an attempt commits or the body returns False."""
+        """Run ``body`` under the STM until an attempt commits (durably, for a subclass that
+        persists in the STM's ``on_commit`` hook) or the body returns False."""
         tid = cpu.tid
         if tid >= self.layout.threads:
-            raise ConfigError(f"thread {tid} has no descriptor: the layout has "
+            raise ConfigError(f"thread {tid} has no descriptor or log: the layout has "
                               f"{self.layout.threads}; plan it with more threads")
         if self.active[tid] is not None:
             raise PmsimError(f"thread {tid} already runs transaction {self.active[tid].txid:#x}: "
@@ -110,18 +111,12 @@ class StmRuntime(OptimisticRuntime):
             raise
         tx = view[0]
         if stx.committed:
-            flip = self.heap.flip
-            for b in tx.allocs:
-                flip(cpu, b, True)
-            for b in tx.frees:
-                flip(cpu, b, False)
-                self.heap.push(b)
+            self._committed(cpu, tx, stx)
             self.commits += 1
             key = stx.serial
             i = bisect.bisect_right(self._serial, key)
             self._serial.insert(i, key)
             self.commit_order.insert(i, txid)
-            cpu.mark(Mark.TX_COMMIT, txid)
             cpu.mark(Mark.TX_DURABLE, txid)
         else:
             self._drop_allocs(tx)
@@ -129,6 +124,17 @@ class StmRuntime(OptimisticRuntime):
             cpu.mark(Mark.TX_ABORT, txid)
         yield from self._finish(tx)
         return tx
+
+    def _committed(self, cpu: Any, tx: Tx, stx: StmTx) -> None:
+        """After an attempt committed (a durable subclass has logged and persisted it in its
+        ``on_commit`` hook): apply its allocations and frees, mark TX_COMMIT if not marked."""
+        flip = self.heap.flip
+        for b in tx.allocs:
+            flip(cpu, b, True)
+        for b in tx.frees:
+            flip(cpu, b, False)
+            self.heap.push(b)
+        cpu.mark(Mark.TX_COMMIT, tx.txid)
 
     # -- allocation: volatile free lists only ----------------------------------------------------
     def _alloc(self, tx: Tx, words: int) -> int:
