@@ -9,6 +9,9 @@ list of workloads until one kills it. Each (mutation, domain) cell is
 * ``redundant``: survived campaigns that were exhaustive at every crash point, at every depth,
   on every workload tried — within those workloads, the step is not needed in that domain;
 * ``undetermined``: survived, but some crash point was sampled;
+* ``stalls``: a thread waited past the runtime's stall bound (:class:`~pmsim.errors.StallError`)
+  in some run: the step is needed for progress (a liveness step), whatever it does for crash
+  consistency;
 * ``not exercised``: no crash-free run of the workloads tried issues the step (recovery steps
   are always tried: every campaign runs recovery).
 
@@ -24,13 +27,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pmsim.errors import StallError
 from pmsim.runtimes.mutation import Drop, Mutation, mutate, swap
 from pmsim.runtimes.registry import get_runtime
 
 from .campaign import Campaign, FuzzConfig, fuzz
 from .mutants import DOMAINS, WORKLOAD_TRIALS, trials
 
-VERDICTS = ("needed", "redundant", "undetermined", "not exercised")
+VERDICTS = ("needed", "redundant", "undetermined", "stalls", "not exercised")
 
 
 @dataclass
@@ -58,6 +62,8 @@ def explain(cell: AblationCell) -> str:
     """The reason a cell is what it is, where a general rule gives one."""
     if cell.verdict == "needed":
         return cell.failure
+    if cell.verdict == "stalls":
+        return f"a liveness step: without it a thread never makes progress ({cell.failure})"
     if cell.verdict == "not exercised":
         return "no workload tried issues this step"
     if cell.domain == "pdom2" and cell.kind in ("pb", "flush", "fence", "order"):
@@ -89,7 +95,10 @@ def _fuzz_until_killed(cls: type, domain: str, base: FuzzConfig) -> tuple[str, s
     exhaustive = True
     last = "-"
     for cfg in trials(replace(base, domain=domain, stop_at_first=True)):
-        rep = fuzz(cfg, runtime=cls)
+        try:
+            rep = fuzz(cfg, runtime=cls)
+        except StallError as e:
+            return "stalls", cfg.workload, None, str(e), states
         states += rep.states_checked + rep.deep_states
         last = cfg.workload
         if not rep.ok:
@@ -145,8 +154,6 @@ def format_ablation(cells: Sequence[AblationCell], notes: dict[tuple[str, str], 
     rows: dict[str, dict[str, AblationCell]] = {}
     for c in cells:
         rows.setdefault(c.mutation, {})[c.domain] = c
-    short = {"needed": "needed", "redundant": "redundant", "undetermined": "undetermined",
-             "not exercised": "not exercised"}
     out = ["| mutation | " + " | ".join(domains) + " |",
            "|---|" + "---|" * len(domains)]
     for label, by_d in rows.items():
@@ -156,7 +163,7 @@ def format_ablation(cells: Sequence[AblationCell], notes: dict[tuple[str, str], 
             if c is None:
                 cells_txt.append("")
                 continue
-            txt = short[c.verdict]
+            txt = c.verdict
             if c.verdict == "needed":
                 txt += f" ({c.workload}, point {c.first_point})"
             cells_txt.append(txt)

@@ -53,7 +53,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..config import LINE
-from ..errors import ConfigError, PmsimError
+from ..errors import ConfigError, PmsimError, StallError
 from ..tm.stm import AbortCause, Stm, StmConfig, StmTx
 from ..trace import Mark
 from . import dudetx_mutants as dm
@@ -447,7 +447,7 @@ class DudeTxRuntime(OptimisticRuntime):
             seen, since = self._progress, cpu.clock
             yield from self.idle(cpu, self.vlog_wait_ns)
             if self._progress == seen and cpu.clock - since > self.stall_ns:
-                raise PmsimError(f"{self.name}: thread {tid} waited {self.stall_ns:g} ns for vlog "
+                raise StallError(f"{self.name}: thread {tid} waited {self.stall_ns:g} ns for vlog "
                                  "space with no background progress")
         self.vlog_stall_ns += cpu.clock - t0
 

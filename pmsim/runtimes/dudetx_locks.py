@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..config import LINE
-from ..errors import ConfigError, PmsimError
+from ..errors import ConfigError, PmsimError, StallError
 from ..trace import Mark
 from .alloclog import ALLOC_STEPS
 from .base import Body, Tx
@@ -373,7 +373,7 @@ class DudeTxLocksRuntime(CouplingLocks, DudeTxRuntime):
             seen, since = self._progress, cpu.clock
             yield from self.idle(cpu, self.graph_wait_ns)
             if self._progress == seen and cpu.clock - since > self.stall_ns:
-                raise PmsimError(f"{self.name}: thread {tid} waited {self.stall_ns:g} ns for room "
+                raise StallError(f"{self.name}: thread {tid} waited {self.stall_ns:g} ns for room "
                                  "in the dependency graph with no background progress")
         self.graph_stall_ns += cpu.clock - t0
 

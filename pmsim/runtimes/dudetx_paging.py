@@ -50,7 +50,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import ConfigError, PmsimError
+from ..errors import ConfigError, PmsimError, StallError
 from ..tm.stm import VERSION_SHIFT, AbortCause, Stm, StmConfig, StmTx
 from .base import Body, RuntimeCosts, Tx
 from .dudetx import DudeTxRuntime, DudeTxTx
@@ -427,7 +427,7 @@ class DudeTxPagingRuntime(DudeTxRuntime):
             if (self.R, self._unpins) != seen:
                 since, seen = cpu.clock, (self.R, self._unpins)
             elif cpu.clock - since > self.stall_ns:
-                raise PmsimError(f"{self.name}: thread {cpu.tid} waited {self.stall_ns:g} ns for "
+                raise StallError(f"{self.name}: thread {cpu.tid} waited {self.stall_ns:g} ns for "
                                  f"a page ({kind} {arg}) with no progress")
         if kind == "touch":
             self.touch_waits += 1

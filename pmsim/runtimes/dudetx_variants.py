@@ -37,7 +37,7 @@ from collections import deque
 from collections.abc import Generator, Iterable
 from typing import Any, ClassVar
 
-from ..errors import ConfigError, PmsimError
+from ..errors import ConfigError, StallError
 from .base import PB_DOMAINS, Tx
 from .dudetx import DudeTxRuntime, Record
 from .mutation import Mutant, delay, drop
@@ -114,7 +114,7 @@ class DudeTxSyncRuntime(DudeTxRuntime):
                 since, seen = cpu.clock, self._progress
                 continue
             if self._progress == seen and cpu.clock - since > self.stall_ns:
-                raise PmsimError(f"{self.name}: thread {t} waited {self.stall_ns:g} ns to persist "
+                raise StallError(f"{self.name}: thread {t} waited {self.stall_ns:g} ns to persist "
                                  "and acknowledge its transaction with no progress")
             if self._progress != seen:
                 since, seen = cpu.clock, self._progress

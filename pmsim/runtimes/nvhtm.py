@@ -61,7 +61,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..config import LINE
-from ..errors import ConfigError, PmsimError
+from ..errors import ConfigError, PmsimError, StallError
 from ..hw.htm import XABORT_EXPLICIT, xabort_code
 from ..tm.htm import HtmAbort, HtmRunner, HtmRunStats, check
 from ..trace import Mark
@@ -746,7 +746,7 @@ class NvHtmRuntime(OptimisticRuntime):
             while (int(ld(a)), u) <= key:
                 yield from self._spin(cpu)
                 if cpu.clock - since > self.stall_ns:
-                    raise PmsimError(f"{self.name}: thread {me} waited {self.stall_ns:g} ns for "
+                    raise StallError(f"{self.name}: thread {me} waited {self.stall_ns:g} ns for "
                                      f"thread {u}'s timestamp to pass {x}")
         self.counts.wait_ns += cpu.clock - t0
 
@@ -817,7 +817,7 @@ class NvHtmRuntime(OptimisticRuntime):
             seen, since = self._progress, cpu.clock
             yield from self.idle(cpu, self.log_wait_ns)
             if self._progress == seen and cpu.clock - since > self.stall_ns:
-                raise PmsimError(f"{self.name}: thread {t} waited {self.stall_ns:g} ns for log "
+                raise StallError(f"{self.name}: thread {t} waited {self.stall_ns:g} ns for log "
                                  "space with no checkpoint")
         self.counts.log_wait_ns += cpu.clock - t0
 

@@ -45,3 +45,20 @@ def test_unknown_step_and_unexplained_cells_are_said() -> None:
         ablate("redo", ("pdom1",), ["redo.commit.pb22"])
     cell = AblationCell("redo", "drop(x)", "x", "store", "pdom1", "redundant", "bank", None, "", 1, 0.0)
     assert "UNEXPLAINED" in format_ablation([cell])
+
+
+def test_a_liveness_step_stalls_and_is_a_cell_not_an_error(capsys) -> None:
+    """Dropping NV-HTM's `commit.idle` leaves a waiter spinning on a timestamp that never
+    advances: the runtime's stall bound (shortened through an option) ends that run, and the
+    matrix reports the step as a liveness step instead of stopping; --threads reaches it."""
+    from crashfuzz.cli import main
+
+    assert main(["ablate", "--runtime", "nvhtm-race[stall_ns=20000]", "--threads", "2",
+                 "--txs", "3", "--step", "nvhtm.commit.idle", "--domain", "pdom1",
+                 "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "| `drop(nvhtm.commit.idle)` | stalls |" in out
+    assert "a liveness step" in out and "waited 20000 ns" in out
+    cell = ablate("nvhtm-race[stall_ns=20000]", ("pdom1",), ["nvhtm.commit.idle"],
+                  base=FuzzConfig(threads=1, txs=3))
+    assert cell[0].verdict != "stalls"  # one thread waits for nobody
