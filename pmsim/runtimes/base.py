@@ -531,3 +531,16 @@ class OptimisticRuntime(Runtime):
                           "(return False to abort); do not call rt.commit/rt.abort in a body")
 
     abort = commit
+
+    def _next_txid(self, cpu: Any) -> int:
+        """The txid of a new transaction on ``cpu``'s thread (refused if the layout has no
+        per-thread state for it or it already runs one)."""
+        tid = cpu.tid
+        if tid >= self.layout.threads:
+            raise ConfigError(f"thread {tid} has no per-thread descriptor or log: the layout "
+                              f"has {self.layout.threads}; plan it with more threads")
+        if self.active[tid] is not None:
+            raise PmsimError(f"thread {tid} already runs transaction {self.active[tid].txid:#x}: "
+                             "transactions do not nest")
+        self.seq[tid] += 1
+        return (tid << 32) | self.seq[tid]

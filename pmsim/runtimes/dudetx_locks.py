@@ -307,16 +307,9 @@ class DudeTxLocksRuntime(CouplingLocks, DudeTxRuntime):
     def run(self, cpu: Any, body: Body, locks: Iterable[Any] = (),
             on_begin: Callable[[Tx], None] | None = None) -> Generator[Any, Any, Tx]:
         """txBegin, the up-front locks, the body under real locks on the shadow, txEnd."""
-        tid = cpu.tid
-        if tid >= self.layout.threads:
-            raise ConfigError(f"thread {tid} has no descriptor: the layout has "
-                              f"{self.layout.threads}; plan it with more threads")
-        if self.active[tid] is not None:
-            raise PmsimError(f"thread {tid} already runs transaction {self.active[tid].txid:#x}: "
-                             "transactions do not nest")
         start = cpu.clock
-        self.seq[tid] += 1
-        txid = (tid << 32) | self.seq[tid]
+        txid = self._next_txid(cpu)
+        tid = cpu.tid
         cpu.mark(Mark.TX_BEGIN, txid)
         yield from self._wait_vlog(cpu, tid)
         yield from self._wait_graph(cpu, tid)

@@ -309,16 +309,9 @@ class PhtmRuntime(OptimisticRuntime):
             on_begin: Callable[[Tx], None] | None = None) -> Generator[Any, Any, Tx]:
         """Run ``body`` in hardware transactions (then under the SGL); return once its data is
         persistent in place and its locks are released (or once the body aborted)."""
-        t = cpu.tid
-        if t >= self.layout.threads:
-            raise ConfigError(f"thread {t} has no log: the layout has {self.layout.threads}; plan "
-                              "it with more threads")
-        if self.active[t] is not None:
-            raise PmsimError(f"thread {t} already runs transaction {self.active[t].txid:#x}: "
-                             "transactions do not nest")
         start = cpu.clock
-        self.seq[t] += 1
-        txid = (t << 32) | self.seq[t]
+        txid = self._next_txid(cpu)
+        t = cpu.tid
         tx = PhtmTx(self, cpu, txid)
         tx.start = start
         self.active[t] = tx

@@ -24,7 +24,7 @@ import bisect
 from collections.abc import Callable, Generator, Iterable, Sequence
 from typing import Any, ClassVar
 
-from ..errors import ConfigError, PmsimError
+from ..errors import ConfigError
 from ..tm.stm import Stm, StmConfig, StmTx
 from ..trace import Mark
 from .base import Body, OptimisticRuntime, Runtime, RuntimeCosts, Tx
@@ -80,16 +80,9 @@ class StmRuntime(OptimisticRuntime):
             on_begin: Callable[[Tx], None] | None = None) -> Generator[Any, Any, Tx]:
         """Run ``body`` under the STM until an attempt commits (durably, for a subclass that
         persists in the STM's ``on_commit`` hook) or the body returns False."""
-        tid = cpu.tid
-        if tid >= self.layout.threads:
-            raise ConfigError(f"thread {tid} has no descriptor or log: the layout has "
-                              f"{self.layout.threads}; plan it with more threads")
-        if self.active[tid] is not None:
-            raise PmsimError(f"thread {tid} already runs transaction {self.active[tid].txid:#x}: "
-                             "transactions do not nest")
         start = cpu.clock
-        self.seq[tid] += 1
-        txid = (tid << 32) | self.seq[tid]
+        txid = self._next_txid(cpu)
+        tid = cpu.tid
         cpu.mark(Mark.TX_BEGIN, txid)
         view: list[Tx] = []
 
