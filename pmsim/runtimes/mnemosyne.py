@@ -61,11 +61,11 @@ from .dudetx import ID_SHIFT, N_MASK, SLOT, Bandwidth, end_word, record_checksum
 from .layout import Layout, PMSpec
 from .mutation import Mutant, drop, skip_check
 from .registry import register_mutant, register_runtime
-from .stm import StmRuntime, StmRuntimeTx
+from .stm import StmLoggedBitmap
 
 
 @register_runtime
-class MnemosyneRuntime(StmRuntime):
+class MnemosyneRuntime(StmLoggedBitmap):
     """Mnemosyne-like: TinySTM write-back on PM, a redo log persisted at commit, then
     write-back in place and synchronous truncation."""
 
@@ -187,23 +187,6 @@ class MnemosyneRuntime(StmRuntime):
         with self.step(cpu, name) as c:
             for line in lines:
                 c.clflush(line)
-
-    # -- allocation: bitmap bits through the STM (logged with the data) -------------------------
-    def _alloc(self, tx: Tx, words: int) -> int:
-        addr = super()._alloc(tx, words)
-        self._set_bit(tx, addr, True)
-        return addr
-
-    def _free(self, tx: Tx, obj: int) -> None:
-        super()._free(tx, obj)
-        self._set_bit(tx, obj, False)
-
-    def _set_bit(self, tx: Tx, block: int, allocated: bool) -> None:
-        """Set or clear a block's bitmap bit in PM through the STM (it joins the redo record)."""
-        assert isinstance(tx, StmRuntimeTx)
-        word, mask = self.heap.bit_of(block)
-        old = tx.stx.read(word)
-        tx.stx.write(word, old | mask if allocated else old & ~mask)
 
     # -- recovery ----------------------------------------------------------------------------------
     def _scan(self, t: int, epoch: int) -> tuple[int, list[tuple[int, int]]] | None:

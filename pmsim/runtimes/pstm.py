@@ -55,7 +55,7 @@ from .base import PB_DOMAINS, RuntimeCosts, Tx
 from .layout import Layout, PMSpec
 from .mutation import Mutant, drop
 from .registry import register_mutant, register_runtime, variant
-from .stm import StmRuntime, StmRuntimeTx
+from .stm import StmLoggedBitmap
 
 SLOT = 32
 """Bytes of an undo entry: home, old value, tag, check."""
@@ -101,7 +101,7 @@ class PstmCounts:
 
 
 @register_runtime
-class PstmRuntime(StmRuntime):
+class PstmRuntime(StmLoggedBitmap):
     """PSTM-like: TinySTM write-through on PM, a flushed undo entry before each first write,
     the data flushed at commit, then a marker that discards the log."""
 
@@ -287,23 +287,6 @@ class PstmRuntime(StmRuntime):
         c.aborts_logged += 1
         lines = list(dict.fromkeys(a & ~(LINE - 1) for a, _ in stx.undo))
         self._finish_log(stx.cpu, t, lines, "abort")
-
-    # -- allocation: bitmap bits through the STM (undo-logged with the data) --------------------
-    def _alloc(self, tx: Tx, words: int) -> int:
-        addr = super()._alloc(tx, words)
-        self._set_bit(tx, addr, True)
-        return addr
-
-    def _free(self, tx: Tx, obj: int) -> None:
-        super()._free(tx, obj)
-        self._set_bit(tx, obj, False)
-
-    def _set_bit(self, tx: Tx, block: int, allocated: bool) -> None:
-        """Set or clear a block's bitmap bit in PM through the STM."""
-        assert isinstance(tx, StmRuntimeTx)
-        word, mask = self.heap.bit_of(block)
-        old = tx.stx.read(word)
-        tx.stx.write(word, old | mask if allocated else old & ~mask)
 
     # -- recovery ----------------------------------------------------------------------------------
     def _valid_entries(self, ld: Callable[[int], int], t: int, done: int

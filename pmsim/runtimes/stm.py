@@ -154,4 +154,24 @@ class StmRuntime(OptimisticRuntime):
                           "to recover from")
 
 
-__all__ = ["StmRuntime", "StmRuntimeTx"]
+class StmLoggedBitmap(StmRuntime):
+    """Base of durable STM runtimes whose allocator bitmap lives in PM: a block's bit is set or
+    cleared through the STM, so it is logged with the data and commits or aborts with it."""
+
+    def _alloc(self, tx: Tx, words: int) -> int:
+        addr = super()._alloc(tx, words)
+        self._set_bit(tx, addr, True)
+        return addr
+
+    def _free(self, tx: Tx, obj: int) -> None:
+        super()._free(tx, obj)
+        self._set_bit(tx, obj, False)
+
+    def _set_bit(self, tx: Tx, block: int, allocated: bool) -> None:
+        assert isinstance(tx, StmRuntimeTx)
+        word, mask = self.heap.bit_of(block)
+        old = tx.stx.read(word)
+        tx.stx.write(word, old | mask if allocated else old & ~mask)
+
+
+__all__ = ["StmLoggedBitmap", "StmRuntime", "StmRuntimeTx"]
