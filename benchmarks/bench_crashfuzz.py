@@ -7,8 +7,10 @@ recovery on the functional (untimed) machine, as campaigns run it, and on the ti
 reduction factor: crash states of eager enumeration (every image at every trace event) per
 recovery actually run. Each campaign runs ``--repeat`` times and the best time counts (other
 processes share the cores).
+``--jobs N`` adds the same functional campaign split into N shards on N worker processes
+(identical findings; the pool is started before timing), as `crashfuzz run --jobs N` runs it.
 Run: python benchmarks/bench_crashfuzz.py [--txs N] [--runtimes undo,redo] [--repeat N]
-     [--recovery both|functional|timed]
+     [--recovery both|functional|timed] [--jobs N]
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import platform
 import time
+from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Any
 
 from crashfuzz import Campaign, FuzzConfig, Report, fuzz
@@ -27,16 +30,19 @@ def eager_states(cfg: FuzzConfig) -> int:
     return sum(camp.model.space(p).count for p in camp.model.points("every"))
 
 
-def run_campaign(cfg: FuzzConfig, timed: bool) -> tuple[Report, float]:
-    """``fuzz(cfg)`` with recovery on the functional or the timed scratch machine; the report
-    and the wall time (crash-free run included)."""
+def run_campaign(cfg: FuzzConfig, timed: bool, pool: Executor | None = None,
+                 shards: int = 1) -> tuple[Report, float]:
+    """``fuzz(cfg)`` with recovery on the functional or the timed scratch machine (in
+    ``shards`` units on ``pool`` if given); the report and the wall time (crash-free run
+    included)."""
     t0 = time.perf_counter()
-    rep = fuzz(cfg, recovery="timed" if timed else "functional")
+    rep = fuzz(cfg, recovery="timed" if timed else "functional", executor=pool, shards=shards)
     return rep, time.perf_counter() - t0
 
 
-def best(cfg: FuzzConfig, timed: bool, repeat: int) -> tuple[Report, float]:
-    runs = [run_campaign(cfg, timed) for _ in range(repeat)]
+def best(cfg: FuzzConfig, timed: bool, repeat: int, pool: Executor | None = None,
+         shards: int = 1) -> tuple[Report, float]:
+    runs = [run_campaign(cfg, timed, pool, shards) for _ in range(repeat)]
     return runs[0][0], min(dt for _, dt in runs)
 
 
@@ -48,7 +54,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="runs per campaign; the best counts")
     ap.add_argument("--recovery", choices=("both", "functional", "timed"), default="both",
                     help="which scratch machine recovers the images")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="also time the functional campaign on this many worker processes")
     args = ap.parse_args()
+    pool = ProcessPoolExecutor(args.jobs) if args.jobs > 1 else None
     paths = {"both": (False, True), "functional": (False,), "timed": (True,)}[args.recovery]
     run_campaign(FuzzConfig(runtime="undo", txs=2, idempotence=0, new_tx=0, depth=1), False)
     rows = []
@@ -71,6 +80,11 @@ def main() -> None:
                 row[f"{key} states/s"] = round(speed[timed])
             if len(speed) == 2:
                 row["speed-up"] = round(speed[False] / speed[True], 2)
+            if pool is not None:
+                run_campaign(cfg, False, pool, args.jobs)  # start the workers
+                rep, dt = best(cfg, False, args.repeat, pool, args.jobs)
+                assert rep.states_checked == row["states"] and rep.ok == row["ok"]
+                row[f"{args.jobs} jobs states/s"] = round(rep.states_checked / dt)
             eager = eager_states(cfg)
             row["eager states"] = eager
             row["eager/recoveries"] = round(eager / max(row["recoveries"], 1), 1)
@@ -78,6 +92,8 @@ def main() -> None:
     print(f"# crashfuzz end to end on {platform.processor() or platform.machine()}, "
           f"{args.txs} transactions of 8 writes, best of {args.repeat}")
     print(format_table(rows))
+    if pool is not None:
+        pool.shutdown()
 
 
 if __name__ == "__main__":
