@@ -168,3 +168,29 @@ class AllocLog:
 
 
 __all__ = ["ALLOC", "ALLOC_STEPS", "AllocLog", "EAGER_STEPS", "FREE"]
+
+
+class FreeListAlloc:
+    """Allocation for the TM runtimes (mixed in before :class:`~.base.Runtime`): a block comes
+    from the thread's volatile free list and is recorded on the transaction, with no allocation
+    log; a runtime that keeps the bitmap in its transactions' write set sets the block's bit
+    inside the transaction through :meth:`_set_bit` (default: nothing, the bits are applied at
+    commit)."""
+
+    def _alloc(self, tx: Tx, words: int) -> int:
+        addr = self.heap.pop(tx.tid, self.obj_bytes(words))  # type: ignore[attr-defined]
+        tx.cpu.work(self.costs.alloc_ns)  # type: ignore[attr-defined]
+        tx.allocs.append(addr)
+        tx.fresh.add(addr)
+        self._set_bit(tx, addr, True)
+        return addr
+
+    def _free(self, tx: Tx, obj: int) -> None:
+        self.heap.owner(obj)  # type: ignore[attr-defined]  # a clear error for a non-block
+        tx.cpu.work(self.costs.alloc_ns)  # type: ignore[attr-defined]
+        self._set_bit(tx, obj, False)
+        tx.frees.append(obj)
+
+    def _set_bit(self, tx: Tx, block: int, allocated: bool) -> None:
+        """Set or clear ``block``'s bitmap bit as part of ``tx`` (default: not in the
+        transaction)."""

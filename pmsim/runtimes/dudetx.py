@@ -57,7 +57,7 @@ from ..errors import ConfigError, PmsimError, StallError
 from ..tm.stm import AbortCause, Stm, StmConfig, StmTx
 from ..trace import Mark
 from . import dudetx_mutants as dm
-from .alloclog import ALLOC_STEPS
+from .alloclog import ALLOC_STEPS, FreeListAlloc
 from .base import PB_DOMAINS, Body, OptimisticRuntime, RuntimeCosts, Tx
 from .descriptor import G_EPOCH
 from .layout import Layout, PMSpec
@@ -158,7 +158,7 @@ class DudeTxTx(Tx):
 
 
 @register_runtime
-class DudeTxRuntime(OptimisticRuntime):
+class DudeTxRuntime(FreeListAlloc, OptimisticRuntime):
     """DUDETx: Perform on a DRAM shadow under the STM; Persist and Reproduce in the background."""
 
     name = "dudetx"
@@ -535,20 +535,6 @@ class DudeTxRuntime(OptimisticRuntime):
             self._queue_ack(t, key, tx)
 
     # -- allocation: bits in the shadow bitmap, through the STM ------------------------------------
-    def _alloc(self, tx: Tx, words: int) -> int:
-        addr = self.heap.pop(tx.tid, self.obj_bytes(words))
-        tx.cpu.work(self.costs.alloc_ns)
-        tx.allocs.append(addr)
-        tx.fresh.add(addr)
-        self._set_bit(tx, addr, True)
-        return addr
-
-    def _free(self, tx: Tx, obj: int) -> None:
-        self.heap.owner(obj)  # a clear error for a non-block
-        tx.cpu.work(self.costs.alloc_ns)
-        self._set_bit(tx, obj, False)
-        tx.frees.append(obj)
-
     def _set_bit(self, tx: Tx, block: int, allocated: bool) -> None:
         """Set or clear a block's bit in the shadow bitmap (logged like any write)."""
         assert isinstance(tx, DudeTxTx)

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..tm.htm import HtmRunner, check
 from ..trace import Mark
-from .alloclog import ALLOC_STEPS
+from .alloclog import ALLOC_STEPS, FreeListAlloc
 from .base import Body, Runtime, Tx
 from .registry import register_runtime
 
@@ -73,7 +73,7 @@ class HtmTx(Tx):
 
 
 @register_runtime
-class HtmRuntime(Runtime):
+class HtmRuntime(FreeListAlloc, Runtime):
     """Volatile-HTM: in-place updates inside hardware transactions, SGL fallback."""
 
     name = "htm"
@@ -117,18 +117,6 @@ class HtmRuntime(Runtime):
         yield from self.runner.run(cpu, attempt, lambda: self.commit(tx), lambda: self.abort(tx),
                                    retry)
         return tx
-
-    # -- the alloc API: volatile, undone on abort --------------------------------------------------
-    def _alloc(self, tx: Tx, words: int) -> int:
-        addr = self.heap.pop(tx.tid, self.obj_bytes(words))
-        tx.cpu.work(self.costs.alloc_ns)
-        tx.allocs.append(addr)
-        tx.fresh.add(addr)
-        return addr
-
-    def _free(self, tx: Tx, obj: int) -> None:
-        tx.cpu.work(self.costs.alloc_ns)
-        tx.frees.append(obj)
 
     # -- commit and abort --------------------------------------------------------------------------
     def _commit(self, tx: Tx) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import ConfigError, PmsimError
 from ..trace import Mark
+from .alloclog import FreeListAlloc
 from .base import Runtime, Tx
 from .registry import register_runtime
 
@@ -86,7 +87,7 @@ class LocksTx(Tx):
 
 
 @register_runtime
-class LocksRuntime(CouplingLocks, Runtime):
+class LocksRuntime(FreeListAlloc, CouplingLocks, Runtime):
     """Volatile lock-based: the body under its locks (2PL or coupling); no persistence."""
 
     name = "locks"
@@ -115,19 +116,6 @@ class LocksRuntime(CouplingLocks, Runtime):
             st(a, old)
         for b in tx.allocs:
             self.heap.push(b)
-
-    # -- allocation: volatile free lists; the bitmap at commit ------------------------------------
-    def _alloc(self, tx: Tx, words: int) -> int:
-        addr = self.heap.pop(tx.tid, self.obj_bytes(words))
-        tx.cpu.work(self.costs.alloc_ns)
-        tx.allocs.append(addr)
-        tx.fresh.add(addr)
-        return addr
-
-    def _free(self, tx: Tx, obj: int) -> None:
-        self.heap.owner(obj)
-        tx.cpu.work(self.costs.alloc_ns)
-        tx.frees.append(obj)
 
     def _recover(self, cpu: Any) -> None:
         raise ConfigError(f"runtime {self.name!r} is a volatile baseline: it keeps nothing in PM "

@@ -66,7 +66,7 @@ from ..hw.htm import XABORT_EXPLICIT, xabort_code
 from ..tm.htm import HtmAbort, HtmRunner, HtmRunStats, check
 from ..trace import Mark
 from . import nvhtm_mutants as nm
-from .alloclog import ALLOC_STEPS
+from .alloclog import ALLOC_STEPS, FreeListAlloc
 from .base import PB_DOMAINS, Body, OptimisticRuntime, RuntimeCosts, Tx
 from .layout import Layout, PMSpec
 from .mutation import Mutant, delay, drop, patch, skip_check
@@ -240,7 +240,7 @@ class NvHtmRunner(HtmRunner):
 
 
 @register_runtime
-class NvHtmRuntime(OptimisticRuntime):
+class NvHtmRuntime(FreeListAlloc, OptimisticRuntime):
     """NV-HTM: HTM on a DRAM working snapshot, per-thread PM redo logs ordered by physical
     timestamps, a background backward-filtering checkpointer."""
 
@@ -815,20 +815,6 @@ class NvHtmRuntime(OptimisticRuntime):
         self.counts.log_wait_ns += cpu.clock - t0
 
     # -- allocation: bits in the working snapshot's bitmap, logged --------------------------------
-    def _alloc(self, tx: Tx, words: int) -> int:
-        addr = self.heap.pop(tx.tid, self.obj_bytes(words))
-        tx.cpu.work(self.costs.alloc_ns)
-        tx.allocs.append(addr)
-        tx.fresh.add(addr)
-        self._set_bit(tx, addr, True)
-        return addr
-
-    def _free(self, tx: Tx, obj: int) -> None:
-        self.heap.owner(obj)  # a clear error for a non-block
-        tx.cpu.work(self.costs.alloc_ns)
-        self._set_bit(tx, obj, False)
-        tx.frees.append(obj)
-
     def _set_bit(self, tx: Tx, block: int, allocated: bool) -> None:
         """Set or clear a block's bit in the working snapshot's bitmap (logged like any write)."""
         assert isinstance(tx, NvHtmTx)

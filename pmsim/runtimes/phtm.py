@@ -52,7 +52,7 @@ from ..config import LINE
 from ..errors import ConfigError, PmsimError
 from ..tm.htm import HtmAbort, HtmRunner, HtmRunStats, check
 from ..trace import Mark
-from .alloclog import ALLOC_STEPS
+from .alloclog import ALLOC_STEPS, FreeListAlloc
 from .base import PB_DOMAINS, Body, OptimisticRuntime, RuntimeCosts, Tx
 from .layout import Layout, PMSpec
 from .mutation import Mutant, delay, drop, patch
@@ -163,7 +163,7 @@ class _LockWait(PmsimError):
 
 
 @register_runtime
-class PhtmRuntime(OptimisticRuntime):
+class PhtmRuntime(FreeListAlloc, OptimisticRuntime):
     """PHTM-like: a redo log written inside HTM, per-line locks held from the write to the
     data flush, the data written and flushed in place after the commit."""
 
@@ -479,20 +479,6 @@ class PhtmRuntime(OptimisticRuntime):
         tx.cpu.mark(Mark.TX_ABORT, tx.txid)
 
     # -- allocation: bits in the bitmap, logged like any write --------------------------------------
-    def _alloc(self, tx: Tx, words: int) -> int:
-        addr = self.heap.pop(tx.tid, self.obj_bytes(words))
-        tx.cpu.work(self.costs.alloc_ns)
-        tx.allocs.append(addr)
-        tx.fresh.add(addr)
-        self._set_bit(tx, addr, True)
-        return addr
-
-    def _free(self, tx: Tx, obj: int) -> None:
-        self.heap.owner(obj)
-        tx.cpu.work(self.costs.alloc_ns)
-        self._set_bit(tx, obj, False)
-        tx.frees.append(obj)
-
     def _set_bit(self, tx: Tx, block: int, allocated: bool) -> None:
         assert isinstance(tx, PhtmTx)
         word, mask = self.heap.bit_of(block)

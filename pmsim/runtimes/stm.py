@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 from ..errors import ConfigError
 from ..tm.stm import Stm, StmConfig, StmTx
 from ..trace import Mark
+from .alloclog import FreeListAlloc
 from .base import Body, OptimisticRuntime, Runtime, RuntimeCosts, Tx
 from .layout import Layout
 from .registry import register_runtime
@@ -58,7 +59,7 @@ class StmRuntimeTx(Tx):
 
 
 @register_runtime
-class StmRuntime(OptimisticRuntime):
+class StmRuntime(FreeListAlloc, OptimisticRuntime):
     """Volatile-STM: the body runs under the STM, retried on conflicts; no persistence."""
 
     name = "stm"
@@ -130,23 +131,11 @@ class StmRuntime(OptimisticRuntime):
         cpu.mark(Mark.TX_COMMIT, tx.txid)
 
     # -- allocation: volatile free lists only ----------------------------------------------------
-    def _alloc(self, tx: Tx, words: int) -> int:
-        addr = self.heap.pop(tx.tid, self.obj_bytes(words))
-        tx.cpu.work(self.costs.alloc_ns)
-        tx.allocs.append(addr)
-        tx.fresh.add(addr)
-        return addr
-
     def _drop_allocs(self, tx: Tx) -> None:
         """An attempt ended without committing: its blocks go back to the free lists."""
         for b in tx.allocs:
             self.heap.push(b)
         tx.allocs.clear()
-
-    def _free(self, tx: Tx, obj: int) -> None:
-        self.heap.owner(obj)  # a clear error for a non-block
-        tx.cpu.work(self.costs.alloc_ns)
-        tx.frees.append(obj)
 
     # -- no persistence ----------------------------------------------------------------------------
     def _recover(self, cpu: Any) -> None:
@@ -157,15 +146,6 @@ class StmRuntime(OptimisticRuntime):
 class StmLoggedBitmap(StmRuntime):
     """Base of durable STM runtimes whose allocator bitmap lives in PM: a block's bit is set or
     cleared through the STM, so it is logged with the data and commits or aborts with it."""
-
-    def _alloc(self, tx: Tx, words: int) -> int:
-        addr = super()._alloc(tx, words)
-        self._set_bit(tx, addr, True)
-        return addr
-
-    def _free(self, tx: Tx, obj: int) -> None:
-        super()._free(tx, obj)
-        self._set_bit(tx, obj, False)
 
     def _set_bit(self, tx: Tx, block: int, allocated: bool) -> None:
         assert isinstance(tx, StmRuntimeTx)
