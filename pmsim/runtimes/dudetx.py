@@ -58,6 +58,7 @@ from ..tm.stm import AbortCause, Stm, StmConfig, StmTx
 from ..trace import Mark
 from . import dudetx_mutants as dm
 from .alloclog import ALLOC_STEPS, FreeListAlloc
+from .appdata import DramShadow
 from .base import PB_DOMAINS, Body, OptimisticRuntime, RuntimeCosts, Tx
 from .descriptor import G_EPOCH
 from .layout import Layout, PMSpec
@@ -158,7 +159,7 @@ class DudeTxTx(Tx):
 
 
 @register_runtime
-class DudeTxRuntime(FreeListAlloc, OptimisticRuntime):
+class DudeTxRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
     """DUDETx: Perform on a DRAM shadow under the STM; Persist and Reproduce in the background."""
 
     name = "dudetx"
@@ -328,20 +329,6 @@ class DudeTxRuntime(FreeListAlloc, OptimisticRuntime):
         """Where the shadow of the first data byte lives (the first free DRAM line)."""
         return dram_next
 
-    def _shadow(self, addr: int, n: int) -> int:
-        """The shadow address of ``n`` words of application data at ``addr``."""
-        if addr & 7 or addr < self._data_lo or addr + 8 * n > self._data_hi:
-            raise PmsimError(f"{self.name}: [{addr:#x}, {addr + 8 * n:#x}) is not application "
-                             "data of this layout (a static object or a heap block)")
-        return addr + self._off
-
-    def _home(self, saddr: int) -> int:
-        """The home in PM of the shadow word at ``saddr`` (the inverse of :meth:`_shadow`)."""
-        return saddr - self._off
-
-    def _is_home(self, addr: int) -> bool:
-        return not addr & 7 and self._data_lo <= addr < self._data_hi
-
     def _reset_volatile(self) -> None:
         """Volatile state as after a restart: empty logs, D = R = the restart ID - 1."""
         t = self.layout.threads
@@ -365,21 +352,6 @@ class DudeTxRuntime(FreeListAlloc, OptimisticRuntime):
         super()._load()
         self._reset_volatile()
         self._fill_shadow()
-
-    def _fill_shadow(self) -> None:
-        """The shadow after a restart: a copy of the data's homes."""
-        if self._off:
-            mem = self.m.engine.mem
-            r, w = mem.locate(self._data_lo + self._off)
-            n = (self._data_hi - self._data_lo) // 8
-            mem.arrays[r][w: w + n] = self.m.pm_words(self._data_lo, n)
-
-    def init_words(self, obj: int, field: int, values: Sequence[int]) -> None:
-        """Initial data at its home and in the shadow (untimed)."""
-        for i, v in enumerate(values):
-            a = self.field_addr(obj, field + i)
-            self.m.poke(a, v)
-            self.m.poke(self._shadow(a, 1), v)
 
     # -- Perform ---------------------------------------------------------------------------------
     def run(self, cpu: Any, body: Body, locks: Iterable[Any] = (),

@@ -55,6 +55,7 @@ from ..errors import ConfigError
 from ..tm.stm import Stm, StmConfig, StmTx
 from ..trace import Mark
 from .alloclog import ALLOC_STEPS
+from .appdata import AppData
 from .base import RuntimeCosts, Tx
 from .descriptor import G_EPOCH
 from .dudetx import ID_SHIFT, N_MASK, SLOT, Bandwidth, end_word, record_checksum
@@ -65,7 +66,7 @@ from .stm import StmLoggedBitmap
 
 
 @register_runtime
-class MnemosyneRuntime(StmLoggedBitmap):
+class MnemosyneRuntime(AppData, StmLoggedBitmap):
     """Mnemosyne-like: TinySTM write-back on PM, a redo log persisted at commit, then
     write-back in place and synchronous truncation."""
 
@@ -130,9 +131,6 @@ class MnemosyneRuntime(StmLoggedBitmap):
         self._data_lo = -(-(layout.log[-1] + layout.log_bytes) // LINE) * LINE
         self._data_hi = layout.end
         self._lslots = layout.log_bytes // SLOT
-
-    def _is_home(self, addr: int) -> bool:
-        return not addr & 7 and self._data_lo <= addr < self._data_hi
 
     # -- transactions ----------------------------------------------------------------------------
     def _committed(self, cpu: Any, tx: Tx, stx: StmTx) -> None:

@@ -67,6 +67,7 @@ from ..tm.htm import HtmAbort, HtmRunner, HtmRunStats, check
 from ..trace import Mark
 from . import nvhtm_mutants as nm
 from .alloclog import ALLOC_STEPS, FreeListAlloc
+from .appdata import DramShadow
 from .base import PB_DOMAINS, Body, OptimisticRuntime, RuntimeCosts, Tx
 from .layout import Layout, PMSpec
 from .mutation import Mutant, delay, drop, patch, skip_check
@@ -181,7 +182,7 @@ class NvHtmTx(Tx):
 
     def read_words(self, obj: int, field: int, n: int) -> list[int]:
         cpu = self.cpu
-        a = self.nrt._ws(obj + 8 * field, n)
+        a = self.nrt._shadow(obj + 8 * field, n)
         ld = cpu.load
         vals = [ld(a + 8 * i) for i in range(n)]
         if self.hw:
@@ -240,7 +241,7 @@ class NvHtmRunner(HtmRunner):
 
 
 @register_runtime
-class NvHtmRuntime(FreeListAlloc, OptimisticRuntime):
+class NvHtmRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
     """NV-HTM: HTM on a DRAM working snapshot, per-thread PM redo logs ordered by physical
     timestamps, a background backward-filtering checkpointer."""
 
@@ -450,16 +451,6 @@ class NvHtmRuntime(FreeListAlloc, OptimisticRuntime):
         """Where the working snapshot of the first data byte lives (the first free DRAM line)."""
         return dram_next
 
-    def _ws(self, addr: int, n: int) -> int:
-        """The working-snapshot address of ``n`` words of application data at ``addr``."""
-        if addr & 7 or addr < self._data_lo or addr + 8 * n > self._data_hi:
-            raise PmsimError(f"{self.name}: [{addr:#x}, {addr + 8 * n:#x}) is not application "
-                             "data of this layout (a static object or a heap block)")
-        return addr + self._off
-
-    def _is_home(self, addr: int) -> bool:
-        return not addr & 7 and self._data_lo <= addr < self._data_hi
-
     # -- persistent log geometry ------------------------------------------------------------------
     def _slot(self, t: int, pos: int) -> int:
         return self.layout.log[t] + META + SLOT * (pos % self._slots)
@@ -497,18 +488,7 @@ class NvHtmRuntime(FreeListAlloc, OptimisticRuntime):
         """Rebuild volatile state from PM; the working snapshot is a copy of the PS."""
         super()._load()
         self._reset_volatile()
-        if self._off:
-            mem = self.m.engine.mem
-            r, w = mem.locate(self._data_lo + self._off)
-            n = (self._data_hi - self._data_lo) // 8
-            mem.arrays[r][w: w + n] = self.m.pm_words(self._data_lo, n)
-
-    def init_words(self, obj: int, field: int, values: Sequence[int]) -> None:
-        """Initial data in the PS and the working snapshot (untimed)."""
-        for i, v in enumerate(values):
-            a = self.field_addr(obj, field + i)
-            self.m.poke(a, v)
-            self.m.poke(self._ws(a, 1), v)
+        self._fill_shadow()
 
     # -- statistics --------------------------------------------------------------------------------
     def htm_stats(self) -> HtmRunStats:
@@ -641,7 +621,7 @@ class NvHtmRuntime(FreeListAlloc, OptimisticRuntime):
         cpu = tx.cpu
         t = tx.tid
         cpu.work(self.costs.call_ns)
-        ws = self._ws(home, len(values))
+        ws = self._shadow(home, len(values))
         with self.step(cpu, "nvhtm.write.log") as c:
             for i, v in enumerate(values):
                 if self._slots - (self._end[t] - self._start[t]) < self.marker_reserve:

@@ -53,6 +53,7 @@ from ..errors import ConfigError, PmsimError
 from ..tm.htm import HtmAbort, HtmRunner, HtmRunStats, check
 from ..trace import Mark
 from .alloclog import ALLOC_STEPS, FreeListAlloc
+from .appdata import AppData
 from .base import PB_DOMAINS, Body, OptimisticRuntime, RuntimeCosts, Tx
 from .layout import Layout, PMSpec
 from .mutation import Mutant, delay, drop, patch
@@ -163,7 +164,7 @@ class _LockWait(PmsimError):
 
 
 @register_runtime
-class PhtmRuntime(FreeListAlloc, OptimisticRuntime):
+class PhtmRuntime(AppData, FreeListAlloc, OptimisticRuntime):
     """PHTM-like: a redo log written inside HTM, per-line locks held from the write to the
     data flush, the data written and flushed in place after the commit."""
 
@@ -276,9 +277,6 @@ class PhtmRuntime(FreeListAlloc, OptimisticRuntime):
     def _load(self) -> None:
         super()._load()
         self._reset_volatile()
-
-    def _is_home(self, addr: int) -> bool:
-        return not addr & 7 and self._data_lo <= addr < self._data_hi
 
     def _slot(self, t: int, i: int) -> int:
         return self.layout.log[t] + LINE + SLOT * i

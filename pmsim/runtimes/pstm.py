@@ -51,6 +51,7 @@ from ..errors import ConfigError
 from ..tm.stm import AbortCause, Stm, StmConfig, StmTx
 from ..trace import Mark
 from .alloclog import ALLOC_STEPS
+from .appdata import AppData
 from .base import PB_DOMAINS, RuntimeCosts, Tx
 from .layout import Layout, PMSpec
 from .mutation import Mutant, drop
@@ -101,7 +102,7 @@ class PstmCounts:
 
 
 @register_runtime
-class PstmRuntime(StmLoggedBitmap):
+class PstmRuntime(AppData, StmLoggedBitmap):
     """PSTM-like: TinySTM write-through on PM, a flushed undo entry before each first write,
     the data flushed at commit, then a marker that discards the log."""
 
@@ -179,9 +180,6 @@ class PstmRuntime(StmLoggedBitmap):
     def _load(self) -> None:
         super()._load()
         self._reset_volatile()
-
-    def _is_home(self, addr: int) -> bool:
-        return not addr & 7 and self._data_lo <= addr < self._data_hi
 
     def _slot(self, t: int, i: int) -> int:
         return self.layout.log[t] + LINE + SLOT * i
