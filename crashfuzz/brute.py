@@ -30,6 +30,12 @@ steps are nondeterministic and take one store at a time, oldest first.
   stores act as in PDOM-1 but on "accepted"; a pcommit leaving the store buffer records "every
   chain persisted >= its accepted count now" for its thread's next fence.
 
+Hardware ordering (``order a -> b``): a store to ``b`` may not leave the store buffer or the
+write-combining buffer while an earlier non-temporal store of its thread to ``a`` waits in the
+write-combining buffer, and a state whose persisted stores include a store to ``b`` without
+every store to ``a`` that became visible before it leaves no image (persist steps stay free, so
+filtering the persisted sets gives exactly the sets the ordering allows).
+
 A crash anywhere may leave the persisted image of any reachable state; a crash at the end, that
 of any state where every thread has finished and both its buffers are empty.
 """
@@ -85,6 +91,10 @@ class _Machine:
             self.progs.append(tuple(flat))
         self.observe = [self.index[name] for name in test.observe]
         self.crash_end = test.crash == "end"
+        self.after = {(self.index[a], self.index[b]) for a, b in test.order}
+        self.before_of: dict[int, list[int]] = {}
+        for a, b in sorted(self.after):
+            self.before_of.setdefault(b, []).append(a)
 
     # -- helpers --------------------------------------------------------------------------------
     @staticmethod
@@ -110,10 +120,14 @@ class _Machine:
         return st[:8] + (self._put(st[8], t, zero), self._put(st[9], t, zero))
 
     def _visible(self, st: tuple, li: int, v: int, drained: bool) -> tuple:
-        """Store v to location li becomes visible (a drained NT store also persists/is accepted)."""
+        """Store v to location li becomes visible (a drained NT store also persists/is accepted).
+
+        A history entry is ``(location, value, seq)``; ``seq`` numbers the visible stores of all
+        chains (only with ``order`` pairs, which need it: else 0, so fewer states)."""
         pcs, regs, sb, wc, mem, hist, acc, per, req, preq = st
         c = self.chain[li]
-        h = hist[c] + ((li, v),)
+        seq = sum(len(x) for x in hist) if self.after else 0
+        h = hist[c] + ((li, v, seq),)
         hist = self._put(hist, c, h)
         mem = self._put(mem, li, v)
         if self.domain == "pdom2" or (drained and self.domain == "pdom1"):
@@ -128,11 +142,25 @@ class _Machine:
         for li in self.observe:
             c = self.chain[li]
             v = 0
-            for lj, w in hist[c][:per[c]]:
+            for lj, w, _ in hist[c][:per[c]]:
                 if lj == li:
                     v = w
             out.append(v)
         return tuple(out)
+
+    def ordered(self, st: tuple) -> bool:
+        """Whether the persisted stores respect the ``order`` pairs: each persisted store to b
+        comes with every store to a (for each pair a -> b) that became visible before it."""
+        if not self.after:
+            return True
+        hist, per = st[5], st[7]
+        for c in range(self.nchains):
+            for lb, _, seq in hist[c][:per[c]]:
+                for la in self.before_of.get(lb, ()):
+                    ca = self.chain[la]
+                    if any(lj == la and s < seq for lj, _, s in hist[ca][per[ca]:]):
+                        return False
+        return True
 
     def is_end(self, st: tuple) -> bool:
         pcs, _, sb, wc = st[:4]
@@ -157,7 +185,8 @@ class _Machine:
         st = (pcs, regs, self._put(sb, t, sb[t][1:]), wc, mem, hist, acc, per, req, preq)
         kind = item[0]
         if kind == "st":
-            if any(self.line[lj] == self.line[item[1]] for lj, _ in wc[t]):
+            if any(self.line[lj] == self.line[item[1]] or (lj, item[1]) in self.after
+                   for lj, _ in wc[t]):
                 return []
             return [self._visible(st, item[1], item[2], False)]
         if kind == "nt":
@@ -184,7 +213,7 @@ class _Machine:
         wc = st[3]
         out = []
         for i, (li, v) in enumerate(wc[t]):
-            if any(lj == li for lj, _ in wc[t][:i]):
+            if any(lj == li or (lj, li) in self.after for lj, _ in wc[t][:i]):
                 continue
             rest = st[:3] + (self._put(wc, t, wc[t][:i] + wc[t][i + 1:]),) + st[4:]
             out.append(self._visible(rest, li, v, True))
@@ -271,7 +300,7 @@ def brute_images(test: LitmusTest, mode: str, domain: str) -> frozenset[Image]:
     images: set[Image] = set()
     while stack:
         st = stack.pop()
-        if not m.crash_end or m.is_end(st):
+        if (not m.crash_end or m.is_end(st)) and m.ordered(st):
             images.add(m.image(st))
         for nxt in m.successors(st):
             if nxt not in seen:

@@ -431,7 +431,8 @@ class Campaign:
         self.ignored = np.asarray(sorted(rt.crash_irrelevant()), np.uint64) if (
             cfg.reduce and declares_crash_irrelevant(rt_cls)) else np.zeros(0, np.uint64)
         self.trace = drop_stores(self.full_trace, self.ignored)
-        self.model = CrashModel(self.trace, cfg.order, cfg.domain)
+        self.edges = rt.edge_providers()
+        self.model = CrashModel(self.trace, cfg.order, cfg.domain, extra_edge_providers=self.edges)
         self.history = TxHistory.from_trace(self.trace)
         self.oracle = Oracle(self.history, wl.expected)
         # recovery needs its functional result, not its timing; a recovery whose own trace is
@@ -744,7 +745,8 @@ class Campaign:
         if rt is None or rtrace is None or len(rtrace) == 0:
             return None
         report.idempotence_images += 1
-        model = CrashModel(rtrace, self.cfg.order, self.cfg.domain)
+        model = CrashModel(rtrace, self.cfg.order, self.cfg.domain,
+                           extra_edge_providers=self.edges)
         for p in model.points("reduced"):
             sp = model.space(p)
             if sp.count <= self.cfg.budget:
@@ -844,7 +846,8 @@ class Campaign:
         where = f"every store before crash point {point.index} persisted"
         origin = (f"{stage.origin}, then " if stage.origin else "") + (
             f"recovered the image with {where}, ran {len(history.commit_order)} new transactions")
-        return _Stage(stage.depth + 1, trace, CrashModel(trace, self.cfg.order, self.cfg.domain),
+        model = CrashModel(trace, self.cfg.order, self.cfg.domain, extra_edge_providers=self.edges)
+        return _Stage(stage.depth + 1, trace, model,
                       Oracle(history, expected), history, rt, trial, order, origin,
                       stage.lineage + (point.index,))
 

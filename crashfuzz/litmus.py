@@ -10,6 +10,7 @@ A test (one ``.litmus`` file, or a string)::
     T1: r:=x; if r=1 { clflushopt x; sfence; y:=1 }
     crash anywhere            # or: crash end
     observe x y               # default: every location, in order of appearance
+    order x -> y              # optional hardware persist order (several: x -> y, z -> w)
     expect (0,0) (1,0) (1,1)  # the exact set of surviving images of the observed locations
     forbid (0,1)              # optional: images that must not survive (documentation + check)
 
@@ -21,6 +22,16 @@ Instructions: ``x:=v`` and ``x:=r`` (store a value or a register), ``movnt x:=v`
 ``xchg x,v`` (locked exchange; ``r:=xchg x,v`` keeps the old value), ``if r=v { ... }`` and
 ``if r!=v { ... }``. Registers are the names ``r``, ``r0``, ``r1``, ... and those listed on a
 ``regs`` line; every other name is a PM location. Every location starts at 0.
+
+``order a -> b`` declares a hardware persist-ordering rule of the kind hardware logging designs
+add (LOC: a log tag persists only after its data line): every store to ``b`` persists only
+after the stores to ``a`` that precede it in the execution. It reaches the crash model as
+persist-order edges (:class:`OrderEdges`, an edge provider), from the latest store to ``a``
+before each store to ``b`` (in ``line`` mode that covers the earlier stores of ``a``'s line
+too, since a line persists in store order). The hardware also keeps a thread's stores to
+``b`` behind its own earlier stores to ``a``: a store to ``b`` does not leave the store buffer
+or the write-combining buffer while an earlier non-temporal store of its thread to ``a``
+waits in the write-combining buffer (as the plain-store self-snoop rule below).
 
 The runner explores every interleaving with x86-TSO store buffers: a per-thread FIFO holds
 stores, non-temporal stores, flushes, pcommits and sfences (so they stay ordered after the
@@ -34,6 +45,7 @@ stores are weakly ordered (Intel SDM vol. 3 8.2.2), and ``nt`` chooses how:
   snooped: the store becomes visible, and its NTSTORE event (``aux`` 1, *drained*) is emitted,
   when it leaves that buffer. A later plain store of the thread to the same line waits for the
   line's non-temporal stores to drain (self-snoop); a fence waits for the whole buffer.
+  Under ``order a -> b`` a store to ``b`` waits for the thread's buffered stores to ``a``.
 * ``issue``: the store becomes visible and its NTSTORE event (``aux`` 0, *issued*) is emitted
   when it leaves the store buffer, as the simulated machine records it; the crash model then
   lets it persist any time up to its thread's next fence. This over-approximates when another
@@ -58,7 +70,7 @@ from pmsim.config import ATOM, DOMAINS, LINE
 from pmsim.errors import ConfigError
 from pmsim.trace import Ev, Trace
 
-from .model import ORDERS
+from .model import ORDERS, Edge, TraceIndex
 from .states import CrashModel
 
 Image = tuple[int, ...]
@@ -67,6 +79,7 @@ _REG = re.compile(r"r\d*$")
 _TOKEN = re.compile(r"\s*(?:(:=|!=|[;{}=,])|([A-Za-z_][A-Za-z_0-9]*)|"
                     r"(-?0[xX][0-9a-fA-F]+|-?\d+)(?![A-Za-z_0-9]))")
 _BADNUM = re.compile(r"\s*(-?\d[A-Za-z_0-9]*)")
+_ORDER = re.compile(r"([A-Za-z_][A-Za-z_0-9]*)\s*->\s*([A-Za-z_][A-Za-z_0-9]*)$")
 U64 = (1 << 64) - 1
 MAX_ADDRESS = 1 << 20
 """Locations live below 1 MiB: a test's images are allocated in full."""
@@ -101,6 +114,7 @@ class LitmusTest:
     domains: tuple[str, ...] = ("pdom1",)
     crash: str = "anywhere"
     forbid: frozenset[Image] = frozenset()
+    order: tuple[tuple[str, str], ...] = ()
     source: str = field(default="", repr=False, compare=False)
 
 
@@ -274,6 +288,7 @@ def parse_litmus(text: str, name: str | None = None) -> LitmusTest:
     progs: dict[int, str] = {}
     expect: list[Image] = []
     forbid: list[Image] = []
+    orders: list[tuple[str, str]] = []
     label = name or "<litmus>"
     for no, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
@@ -290,11 +305,14 @@ def parse_litmus(text: str, name: str | None = None) -> LitmusTest:
             expect += _images(rest, where)
         elif key == "forbid":
             forbid += _images(rest, where)
+        elif key == "order":
+            orders.append((rest, where))
         elif key in ("name", "mode", "domain", "lines", "crash", "observe", "regs"):
             fields[key] = (fields.get(key, "") + " " + rest).strip()
         else:
             raise ConfigError(f"{where}: unknown line {key!r}; a test has name, mode, domain, lines, "
-                              "regs, T0:/T1: programs, crash, observe, expect and forbid lines")
+                              "regs, T0:/T1: programs, crash, observe, order, expect and forbid "
+                              "lines")
     label = fields.get("name", label)
     if not progs:
         raise ConfigError(f"{label}: no thread programs (write `T0: x:=1; ...`)")
@@ -345,8 +363,73 @@ def parse_litmus(text: str, name: str | None = None) -> LitmusTest:
                               f"locations are observed ({' '.join(observe)})")
     if not expect:
         raise ConfigError(f"{label}: no `expect` line: list the exact set of surviving images")
+    pairs = _order_pairs(orders, locs, regs)
     return LitmusTest(label, threads, addrs, observe, frozenset(expect), modes, domains, crash,
-                      frozenset(forbid), text)
+                      frozenset(forbid), pairs, text)
+
+
+def _order_pairs(lines: list[tuple[str, str]], locs: list[str], regs: set[str]
+                 ) -> tuple[tuple[str, str], ...]:
+    """The ``order a -> b`` pairs of a test, checked against its locations (duplicates once)."""
+    out: list[tuple[str, str]] = []
+    for text, where in lines:
+        items = [t.strip() for t in text.split(",")]
+        if not text.strip() or not all(items):
+            raise ConfigError(f"{where}: `order` lists pairs `a -> b` separated by commas, got "
+                              f"{text.strip()!r}")
+        for item in items:
+            m = _ORDER.match(item)
+            if not m:
+                raise ConfigError(f"{where}: cannot read the order pair {item!r}; write `a -> b` "
+                                  "(b persists only after the earlier stores to a)")
+            a, b = m.groups()
+            for n in (a, b):
+                if n in regs or _REG.match(n):
+                    raise ConfigError(f"{where}: {n!r} in `order {item}` is a register, not a "
+                                      "memory location")
+                if n not in locs:
+                    raise ConfigError(f"{where}: unknown location {n!r} in `order {item}`; the "
+                                      f"test's locations are {', '.join(locs)}")
+            if a == b:
+                raise ConfigError(f"{where}: `order {item}` orders a location after itself (its "
+                                  "stores persist in order anyway); name two locations")
+            if (a, b) not in out:
+                out.append((a, b))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class OrderEdges:
+    """The edge provider of a test's ``order`` pairs, given as byte addresses: for every store
+    to ``b`` and each pair ``(a, b)``, an edge from the latest earlier store to ``a`` (when it
+    is in another chain; within one chain the store order already holds)."""
+
+    pairs: tuple[tuple[int, int], ...]
+    __name__ = "litmus_order"
+
+    def __call__(self, ix: TraceIndex, domain: str) -> list[Edge]:
+        out: list[Edge] = []
+        word = ix.st_word
+        for a, b in self.pairs:
+            wa, wb = (a - ix.trace.pm_base) // ATOM, (b - ix.trace.pm_base) // ATOM
+            rows_a = np.nonzero(word == wa)[0]
+            ev_a = ix.st_event[rows_a]
+            for r in np.nonzero(word == wb)[0].tolist():
+                before = rows_a[ev_a < ix.st_event[r]]
+                if not len(before):
+                    continue
+                x = int(before[np.argmax(ix.st_event[before])])
+                if ix.st_chain[x] != ix.st_chain[r]:
+                    out.append(Edge(int(ix.st_chain[x]), int(ix.st_pos[x]) + 1,
+                                    int(ix.st_chain[r]), int(ix.st_pos[r]) + 1))
+        return out
+
+
+def order_edges(test: LitmusTest) -> list[OrderEdges]:
+    """The edge providers a test's ``order`` pairs need (none without pairs)."""
+    if not test.order:
+        return []
+    return [OrderEdges(tuple((test.locations[a], test.locations[b]) for a, b in test.order))]
 
 
 def load_litmus(path: str | Path) -> LitmusTest:
@@ -409,6 +492,7 @@ def executions(test: LitmusTest, nt: str = "drain") -> set[tuple[Row, ...]]:
         raise ConfigError(f"unknown non-temporal store mode {nt!r}; use 'drain' (write-combining "
                           "buffer, exact) or 'issue' (visible when issued, as the machine traces)")
     drain = nt == "drain"
+    after = set(test.order)  # (a, b): a thread's stores to b wait for its buffered ones to a
     progs = []
     for p in test.threads:
         flat: list[tuple] = []
@@ -445,8 +529,10 @@ def executions(test: LitmusTest, nt: str = "drain") -> set[tuple[Row, ...]]:
                 item = bufs[t][0]
                 nwc, nmem, ev, blocked = wcs, mem, None, False
                 if item[0] == "store":
-                    # a plain store waits for its thread's non-temporal stores to its line
-                    blocked = any(line(w[0]) == line(item[1]) for w in wcs[t])
+                    # a plain store waits for its thread's non-temporal stores to its line, and
+                    # to the locations ordered before it
+                    blocked = any(line(w[0]) == line(item[1]) or (w[0], item[1]) in after
+                                  for w in wcs[t])
                     nmem = _set(mem, slot[item[1]], item[2])
                     ev = (int(Ev.STORE), t, addr[item[1]], item[2], 0)
                 elif item[0] == "ntstore":
@@ -468,7 +554,7 @@ def executions(test: LitmusTest, nt: str = "drain") -> set[tuple[Row, ...]]:
             # any write-combining entry that is the oldest for its location drains
             for i, (loc, v) in enumerate(wcs[t]):
                 done = False
-                if any(w[0] == loc for w in wcs[t][:i]):
+                if any(w[0] == loc or (w[0], loc) in after for w in wcs[t][:i]):
                     continue
                 nwc = _set(wcs, t, wcs[t][:i] + wcs[t][i + 1:])
                 ev = (int(Ev.NTSTORE), t, addr[loc], v, 1)
@@ -539,7 +625,8 @@ def run_litmus(test: LitmusTest | str, backend: str | None = None, points: str =
             got: set[Image] = set()
             for rows in traces:
                 tr = Trace.build(list(rows), size=size)
-                model = CrashModel(tr, order=mode, domain=dom, backend=backend)
+                model = CrashModel(tr, order=mode, domain=dom, backend=backend,
+                                   extra_edge_providers=order_edges(test))
                 pts = [model.point(len(tr))] if test.crash == "end" else model.points(points)
                 for p in pts:
                     space = model.space(p)

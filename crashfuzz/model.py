@@ -37,7 +37,9 @@ Ordering edges come from *edge providers* (``EDGE_PROVIDERS``): callables
 ``provider(index, domain) -> Iterable[Edge]``. No domain needs one by default (CLFLUSH's
 ordering is a lower bound now); hardware designs (Proteus, LOC, ATOM) add theirs by passing
 ``edge_providers`` to :class:`~crashfuzz.states.CrashModel`; an edge must point from an
-earlier store to a later one. PDOM-0 and PDOM-1 consult them; PDOM-2 does not.
+earlier store to a later one. Every domain consults them (PDOM-2 only matters inside a
+non-temporal store's window: its other states are prefixes of the store order, which respect
+any forward edge).
 """
 
 from __future__ import annotations

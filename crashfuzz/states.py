@@ -608,8 +608,9 @@ class CrashModel:
     (default: the trace's ``meta['domain']``, else ``pdom1``). ``backend``: ``c`` or
     ``python`` (default: ``$PMSIM_BACKEND``, else ``c`` when built). ``edge_providers``
     replaces the domain's default providers (``EDGE_PROVIDERS[domain]``);
-    ``extra_edge_providers`` adds to them (the hook for hardware designs). PDOM-2 consults no
-    providers.
+    ``extra_edge_providers`` adds to them (the hook for hardware designs). In PDOM-2 the edges
+    matter only while a non-temporal store may still be unpersisted: elsewhere a state is a
+    prefix of the global store order, which respects every edge (an edge points forward).
     """
 
     def __init__(self, trace: Trace, order: str = "line", domain: str | None = None,
@@ -645,7 +646,7 @@ class CrashModel:
             self._moves = np.r_[0, np.cumsum(store_mask(trace) | fence)]
         providers = list(EDGE_PROVIDERS[domain] if edge_providers is None else edge_providers)
         providers += list(extra_edge_providers)
-        self.edges = collect_edges(ix, domain, providers) if domain != "pdom2" else np.zeros((0, 6), np.int64)
+        self.edges = collect_edges(ix, domain, providers)
         z = np.zeros(1, np.uint64)
         self.prefix_sums = (np.concatenate([z, np.cumsum(ix.st_d1, dtype=np.uint64)]),
                             np.concatenate([z, np.cumsum(ix.st_d2, dtype=np.uint64)]))
@@ -696,13 +697,16 @@ class CrashModel:
                                   "are not one space; split the interval before each store there "
                                   "(the 'reduced' points do) or use since=None")
             lo, hi = self.bounds(k)
-            act = np.nonzero(hi > 0)[0]
-            return StateSpace(self, point, "product", act, lo[act], hi[act], [])
+            return self._ordered(point, k, lo, hi)
         lo, hi = self.bounds(k)
         if j + 1 < k and not np.array_equal(self.bounds(j + 1)[0], lo):
             raise ConfigError(f"crash points ({j}, {k}] span a fence completion or a clflush, so "
                               "their states are not those of one point; split the interval there "
                               "(the 'reduced' points do) or use since=None")
+        return self._ordered(point, k, lo, hi)
+
+    def _ordered(self, point: CrashPoint, k: int, lo: np.ndarray, hi: np.ndarray) -> StateSpace:
+        """The space between the bounds, restricted by the edges live at point ``k``."""
         act = np.nonzero(hi > 0)[0]
         e = self.edges
         edges = e[(e[:, 4] < k) & (k < e[:, 5])] if len(e) else e

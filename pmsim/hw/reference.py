@@ -199,6 +199,7 @@ class PyEngine:
         self.pending = [0.0] * cfg.cores  # latest WPQ acceptance a fence must wait for
         self.pcommit_wait = [0.0] * cfg.cores  # drain time a fence must wait for (PDOM-0)
         self.in_fixed_pb = [False] * cfg.cores
+        self.wc = [0] * cfg.cores  # line + 1 of the thread's open write-combining buffer, 0: none
         n = cfg.pm.wpq_entries
         self.wpq_ring = [0.0] * n
         self.wpq_idx = 0
@@ -443,6 +444,7 @@ class PyEngine:
                 if mode == H.TX:
                     self._tx_store(tid, addr, value, "stores")
                 return
+        self.wc[tid] = 0
         lat, level = self._access(tid, addr >> 6, True)
         self.clock[tid] += self.cfg.costs.store_ns if level == 1 else lat
         self.stats[tid]["stores"] += 1
@@ -462,16 +464,21 @@ class PyEngine:
                     self._tx_store(tid, addr, value, "ntstores")
                 return
         line = addr >> 6
-        self._flush_line(tid, line, True, _WB_NT)
+        is_pm = r == self.mem.pm_index
+        combined = is_pm and self.wc[tid] == line + 1  # joins the open write-combining buffer
+        if not combined:
+            self._flush_line(tid, line, True, _WB_NT)
         self.clock[tid] += self.cfg.costs.store_ns
         self.stats[tid]["ntstores"] += 1
         self.mem.arrays[r][w] = value
-        if r == self.mem.pm_index:
+        if is_pm:
             self._emit(Ev.NTSTORE, tid, 0, addr, value)
-            arrive = self.clock[tid] + self.cfg.pm.to_wpq_ns
-            accept = self._wpq_insert(tid, arrive, line)
-            if accept > self.pending[tid]:
-                self.pending[tid] = accept
+            if not combined:
+                arrive = self.clock[tid] + self.cfg.pm.to_wpq_ns
+                accept = self._wpq_insert(tid, arrive, line)
+                if accept > self.pending[tid]:
+                    self.pending[tid] = accept
+                self.wc[tid] = line + 1
         else:
             self.stats[tid]["dram_write_bytes"] += 8
 
@@ -482,6 +489,7 @@ class PyEngine:
         if self.htm.active and self.htm.access(
                 tid, addr, H.CLEAN if kind == Ev.CLWB else H.INVAL) == H.SKIP:
             return
+        self.wc[tid] = 0
         line = addr >> 6
         self.clock[tid] += self.cfg.costs.flush_ns
         st = self.stats[tid]
@@ -512,6 +520,7 @@ class PyEngine:
         target = self.pending[tid]
         if self.pcommit_wait[tid] > target:
             target = self.pcommit_wait[tid]
+        self.wc[tid] = 0
         self.pending[tid] = 0.0
         self.pcommit_wait[tid] = 0.0
         if self.in_fixed_pb[tid]:
@@ -536,6 +545,7 @@ class PyEngine:
         self._emit(Ev.MFENCE, tid, 0, 0, 0)
 
     def pcommit(self, tid: int) -> None:
+        self.wc[tid] = 0
         if not self.in_fixed_pb[tid]:
             self.clock[tid] += self.cfg.costs.pcommit_ns
         self.stats[tid]["pcommit"] += 1

@@ -237,6 +237,12 @@ class Runtime(PersistSteps, AllocLog, BackgroundThreads):
         stores to them out of the crash-state enumeration. Default: none."""
         return []
 
+    def edge_providers(self) -> list[Any]:
+        """Persist-order edge providers for the crash-state model (``provider(index, domain)
+        -> edges``, see :mod:`crashfuzz.model`): the ordering the simulated hardware adds
+        without a wait (LOC's META after its data). Default: none."""
+        return []
+
     def counters(self) -> dict[str, float]:
         """The runtime's own cumulative counters (aborts by cause, stalls, batches...) for
         result tables; :func:`~pmsim.experiments.run_experiment` reports their change over

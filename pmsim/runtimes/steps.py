@@ -33,9 +33,11 @@ from ..errors import ConfigError
 if TYPE_CHECKING:
     from .mutation import Mutation
 
-KINDS = ("pb", "fence", "order", "flush", "store", "group")
+KINDS = ("pb", "fence", "order", "flush", "store", "group", "edge")
 """What a step issues: a persist barrier, a fence, an ordering point (a fence where the WPQ is in
-the persistence domain, a persist barrier in PDOM-0), a flush group, one store, or a group."""
+the persistence domain, a persist barrier in PDOM-0), a flush group, one store, a group, or a
+hardware ordering rule the runtime hands the crash-state model as persist-order edges
+(``Runtime.edge_providers``; dropping the step drops the edges)."""
 
 
 @dataclass(frozen=True)

@@ -251,6 +251,7 @@ BUILTIN: tuple[str, ...] = (
     "list",
     "rbtree",
     "queue",
+    "script",
     "swap",
     "tatp",
     "tpcc",

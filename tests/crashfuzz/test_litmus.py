@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from crashfuzz.litmus import check, executions, litmus_suite, parse_litmus, run_litmus
+from crashfuzz.litmus import check, executions, litmus_suite, order_edges, parse_litmus, run_litmus
+from crashfuzz.model import Edge, TraceIndex
 from pmsim.errors import ConfigError
-from pmsim.trace import Ev
+from pmsim.trace import Ev, Trace
 
 A4 = {(0, 0), (1, 0), (0, 1), (1, 1)}
 A3 = {(0, 0), (1, 0), (1, 1)}
@@ -38,6 +39,27 @@ LITMUS_MD = {
     "L18": (("line",), ("pdom1",), A4),
 }
 
+A5 = {(0, 0, 0), (1, 0, 0), (1, 1, 0), (1, 1, 1)}
+BOTH = ("line", "px86")
+
+# The LOC hardware-ordering rows (docs/litmus-loc.md): (modes, domains, order pairs, images).
+LOC_ROWS = {
+    "LOC1": (BOTH, ("pdom1",), (("d", "m"),), A3),
+    "LOC1z": (BOTH, ("pdom0",), (("d", "m"),), A3),
+    "LOC1e": (BOTH, ("pdom2",), (("d", "m"),), A3),
+    "LOC1n": (BOTH, ("pdom1",), (), A4),
+    "LOC2": (("px86",), ("pdom1",), (("d0", "m"), ("d1", "m")),
+             {(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, 0), (1, 1, 1)}),
+    "LOC2l": (("line",), ("pdom1",), (("d0", "m"), ("d1", "m")), A5),
+    "LOC2h": (("line",), ("pdom1",), (("d1", "m"),), A5),
+    "LOC2hp": (("px86",), ("pdom1",), (("d1", "m"),),
+               {(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, 0), (0, 1, 1), (1, 1, 1)}),
+    "LOC3": (BOTH, ("pdom1", "pdom2"), (("d", "m"),), A5),
+    "LOC3z": (BOTH, ("pdom0",), (("d", "m"),), A5),
+    "LOC3n": (BOTH, ("pdom1",), (("d", "m"),),
+              {(0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 0, 1), (1, 0, 1), (1, 1, 1)}),
+}
+
 SUITE = {t.name: t for t in litmus_suite()}
 
 
@@ -46,6 +68,13 @@ def test_every_litmus_md_row_has_a_data_file() -> None:
     for name, (modes, domains, images) in LITMUS_MD.items():
         t = SUITE[name]
         assert (t.modes, t.domains, set(t.expect)) == (modes, domains, images), name
+
+
+def test_every_loc_row_has_a_data_file() -> None:
+    assert {n for n in SUITE if n.startswith("LOC")} == set(LOC_ROWS)
+    for name, (modes, domains, order, images) in LOC_ROWS.items():
+        t = SUITE[name]
+        assert (t.modes, t.domains, t.order, set(t.expect)) == (modes, domains, order, images), name
 
 
 @pytest.mark.parametrize("name", sorted(SUITE))
@@ -140,7 +169,48 @@ def test_executions_are_deduplicated_traces() -> None:
     ("T0: x:=1\nlines x=3\nexpect 0", "8-byte aligned"),
     ("T0: if r { x:=1 }\nexpect 0", "a condition is"),
     ("T0: x:=1\nfoo bar\nexpect 0", "unknown line 'foo'"),
+    ("T0: x:=1; y:=1\norder x -> q\nexpect (0,0)", "unknown location 'q' in `order x -> q`"),
+    ("T0: x:=1; y:=1\norder x -> x\nexpect (0,0)", "orders a location after itself"),
+    ("T0: x:=1; y:=1\norder r -> y\nexpect (0,0)", "'r' in `order r -> y` is a register"),
+    ("T0: x:=1; y:=1\norder x => y\nexpect (0,0)", "cannot read the order pair 'x => y'"),
+    ("T0: x:=1; y:=1\norder x -> y,\nexpect (0,0)", "separated by commas"),
+    ("T0: x:=1; y:=1\norder\nexpect (0,0)", "separated by commas"),
 ])
 def test_parse_errors_say_what_to_fix(text: str, match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         parse_litmus(text)
+
+
+def test_order_pairs_parse_across_lines_and_commas() -> None:
+    text = "T0: a:=1; b:=1; c:=1\norder a -> b, b->c\norder a -> b\norder c -> a\nexpect (0,0,0)"
+    assert parse_litmus(text).order == (("a", "b"), ("b", "c"), ("c", "a"))
+    assert parse_litmus("T0: x:=1\nexpect 0").order == ()
+
+
+def test_order_edges_run_from_the_latest_earlier_store() -> None:
+    # stores to d: #0 and #2; to m: #1 and #3. Each m store follows the d store just before it.
+    test = parse_litmus("T0: d:=1; m:=1; d:=2; m:=2\norder d -> m\nexpect (0,0)")
+    (rows,) = executions(test)
+    tr = Trace.build(list(rows), size=128)
+    (provider,) = order_edges(test)
+    assert provider(TraceIndex(tr, "line"), "pdom1") == [Edge(0, 1, 1, 1), Edge(0, 2, 1, 2)]
+    # a store to m with no earlier d store, and a pair inside one chain, give no edge
+    first = parse_litmus("T0: m:=1; d:=1\norder d -> m\nexpect (0,0)")
+    (rows,) = executions(first)
+    assert order_edges(first)[0](TraceIndex(Trace.build(list(rows), size=128), "line"), "pdom1") == []
+    same = parse_litmus("lines d=0 m=8\nT0: d:=1; m:=1\norder d -> m\nexpect (0,0)")
+    (rows,) = executions(same)
+    ix = TraceIndex(Trace.build(list(rows), size=64), "line")
+    assert order_edges(same)[0](ix, "pdom1") == []
+    assert order_edges(SUITE["L1"]) == []
+
+
+def test_order_keeps_non_temporal_stores_behind_their_data() -> None:
+    # without the pair the tag may drain from the write-combining buffer first; with it, never
+    def tag_first(text: str) -> bool:
+        return any(tr[0][2] == 64 for tr in executions(parse_litmus(text)))
+
+    assert tag_first("T0: movnt d:=1; movnt m:=1\nexpect (0,0)")
+    assert not tag_first("T0: movnt d:=1; movnt m:=1\norder d -> m\nexpect (0,0)")
+    assert tag_first("T0: movnt d:=1; m:=1\nexpect (0,0)")
+    assert not tag_first("T0: movnt d:=1; m:=1\norder d -> m\nexpect (0,0)")

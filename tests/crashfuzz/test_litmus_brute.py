@@ -126,6 +126,16 @@ def litmus_programs(draw: st.DrawFn) -> str:
     return "\n".join(lines)
 
 
+@st.composite
+def ordered_programs(draw: st.DrawFn) -> str:
+    """:func:`litmus_programs` with one or two hardware ``order`` pairs over its locations."""
+    text = draw(litmus_programs())
+    locs = next(line for line in text.splitlines() if line.startswith("observe")).split()[1:]
+    pairs = draw(st.lists(st.permutations(locs).map(lambda p: f"{p[0]} -> {p[1]}"),
+                          min_size=1, max_size=2, unique=True))
+    return f"{text}\norder {', '.join(pairs)}"
+
+
 def _agree(text: str, backend: str) -> None:
     test = parse_litmus(text)
     got = run_litmus(test, backend).images
@@ -147,4 +157,18 @@ def test_random_programs_match_the_brute_force(text: str, backend: str) -> None:
 @settings(max_examples=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=litmus_programs())
 def test_random_programs_match_the_brute_force_long(text: str, backend: str) -> None:
+    _agree(text, backend)
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=ordered_programs())
+def test_random_programs_with_order_pairs_match_the_brute_force(text: str, backend: str) -> None:
+    _agree(text, backend)
+
+
+@pytest.mark.slow
+@settings(max_examples=1000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=ordered_programs())
+def test_random_programs_with_order_pairs_match_the_brute_force_long(text: str, backend: str
+                                                                      ) -> None:
     _agree(text, backend)

@@ -80,7 +80,7 @@ def brute_images(rows: list[tuple], k: int, order: str, domain: str,
                  before: Sequence[tuple[int, int]] = ()) -> set[bytes]:
     """Surviving images at point k, from the definitions: down-closed D with G <= D <= V.
 
-    ``before``: extra ``(a, b)`` event pairs, store a persists before store b (PDOM-0/1).
+    ``before``: extra ``(a, b)`` event pairs, store a persists before store b (every domain).
     """
     fences = {i for i, r in enumerate(rows) if r[0] in (Ev.SFENCE, Ev.MFENCE, Ev.RMW)}
     V = [i for i in range(k) if _is_store(rows[i])]
@@ -128,8 +128,7 @@ def brute_images(rows: list[tuple], k: int, order: str, domain: str,
                     G.add(s)
                     break
     order_pairs = [(a, b) for a, b in itertools.combinations(V, 2) if chain(a) == chain(b)]
-    if domain != "pdom2":
-        order_pairs += [(a, b) for a, b in before if b < k]
+    order_pairs += [(a, b) for a, b in before if b < k]
     out = set()
     for bits in range(1 << len(V)):
         D = {s for n, s in enumerate(V) if bits >> n & 1}

@@ -32,10 +32,23 @@ def _check(name: str, domains: tuple[str, ...]) -> None:
     assert any(r.killed for r in rows) or all(not r.expected_kill for r in rows)
 
 
+SLOW_SURVIVAL = {"loc:M16"}
+"""Mutants whose survival in PDOM-2 takes minutes to show (every trial workload, run to the end,
+with the LOC log's non-temporal writes open until each window's fence): checked only in the slow
+suite."""
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_mutant_killed_exactly_where_it_is_a_bug(name: str) -> None:
     """PDOM-1 (where every mutant is a bug) and PDOM-2 (where drop-barrier ones are not)."""
-    _check(name, ("pdom1", "pdom2"))
+    slow = name in SLOW_SURVIVAL
+    _check(name, ("pdom1",) if slow else ("pdom1", "pdom2"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SLOW_SURVIVAL))
+def test_mutant_survives_where_harmless(name: str) -> None:
+    _check(name, ("pdom2",))
 
 
 @pytest.mark.slow

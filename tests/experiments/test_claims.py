@@ -202,7 +202,7 @@ def test_paper_validation_and_registry() -> None:
         from pmsim.experiments.claims import PAPERS
 
         PAPERS.pop("test-paper", None)
-    with pytest.raises(UnknownNameError, match="Known papers: dudetx, marathe, nvhtm"):
+    with pytest.raises(UnknownNameError, match="Known papers: dudetx, loc, marathe, nvhtm"):
         get_paper("marathee")
     with pytest.raises(ConfigError, match="PAPER"):
         register_paper("pmsim.experiments.tables")

@@ -332,3 +332,23 @@ def test_an_entry_draining_at_acceptance_time_is_not_occupied(backend: str) -> N
     eng.ntstore(0, PM + 64, 2)  # accepted at 2: the first entry has just left
     s = eng.get_stats()[0]
     assert (s["wpq_occ_sum"], s["wpq_occ_max"]) == (2, 1)
+
+
+def test_ntstores_to_one_line_combine_until_a_fence(backend: str) -> None:
+    """Non-temporal stores to the line of the thread's open write-combining buffer join it: one
+    WPQ insert per line, not per word; a fence, flush, store or pcommit closes the buffer."""
+    eng = engine_for(backend)
+    for i in range(8):
+        eng.ntstore(0, PM + 8 * i, i + 1)
+    assert eng.get_stats()[0]["wpq_inserts"] == 1
+    eng.ntstore(0, PM + 64, 9)  # another line opens a new buffer
+    eng.ntstore(0, PM + 72, 9)
+    assert eng.get_stats()[0]["wpq_inserts"] == 2
+    eng.sfence(0)
+    eng.ntstore(0, PM + 80, 9)  # same line, but the fence closed the buffer
+    eng.store(0, PM + 200, 1)
+    eng.ntstore(0, PM + 88, 9)  # closed by the plain store
+    assert eng.get_stats()[0]["wpq_inserts"] == 4
+    eng.ntstore(1, PM + 96, 9)  # buffers are per thread
+    assert eng.get_stats()[1]["wpq_inserts"] == 1
+    assert len(eng.trace()) == 15  # every word is still a traced store (and the fence)

@@ -81,6 +81,7 @@ struct pm_machine {
     double *pending;      /* latest WPQ acceptance a fence must wait for */
     double *pcommit_wait; /* drain time a fence must wait for (PDOM-0) */
     uint8_t *in_fixed_pb;
+    uint64_t *wc; /* line + 1 of the thread's open write-combining buffer, 0: none */
     double *ring; /* completion time of the last wpq_entries inserts */
     uint32_t ring_idx;
     double *bank_free;
@@ -754,6 +755,7 @@ static inline int do_store(pm_machine *m, int tid, uint64_t addr, uint64_t value
     if (mode != MODE_PLAIN)
         return mode == MODE_TX ? tx_store(m, tid, addr, value, &m->st[tid].stores) : 0;
     pm_stats *st = &m->st[tid];
+    m->wc[tid] = 0;
     if (m->cfg.timed) {
         int level;
         double lat = mem_access(m, tid, addr >> LINE_SHIFT, 1, &level);
@@ -782,16 +784,21 @@ static int do_ntstore(pm_machine *m, int tid, uint64_t addr, uint64_t value)
         return 0;
     }
     uint64_t line = addr >> LINE_SHIFT;
-    flush_line(m, tid, line, 1, WB_NT);
+    int combined = pm && m->wc[tid] == line + 1; /* joins the open write-combining buffer */
+    if (!combined)
+        flush_line(m, tid, line, 1, WB_NT);
     st->time_ns += m->cfg.store_ns;
     st->ntstores += 1;
     *w = value;
     if (pm) {
         emit(m, EV_NTSTORE, tid, 0, addr, value);
-        double arrive = st->time_ns + m->cfg.to_wpq_ns;
-        double accept = wpq_insert(m, tid, arrive, line, NULL);
-        if (accept > m->pending[tid])
-            m->pending[tid] = accept;
+        if (!combined) {
+            double arrive = st->time_ns + m->cfg.to_wpq_ns;
+            double accept = wpq_insert(m, tid, arrive, line, NULL);
+            if (accept > m->pending[tid])
+                m->pending[tid] = accept;
+            m->wc[tid] = line + 1;
+        }
     } else {
         st->dram_write_bytes += 8;
     }
@@ -806,6 +813,7 @@ static int do_flush(pm_machine *m, int tid, uint64_t addr, int kind)
     HTM_MODE(m, tid, addr, kind == EV_CLWB ? ACC_CLEAN : ACC_INVAL);
     if (mode == MODE_SKIP)
         return 0;
+    m->wc[tid] = 0;
     uint64_t line = addr >> LINE_SHIFT;
     pm_stats *st = &m->st[tid];
     if (m->cfg.timed)
@@ -838,6 +846,7 @@ static void fence_wait(pm_machine *m, int tid)
     double target = m->pending[tid];
     if (m->pcommit_wait[tid] > target)
         target = m->pcommit_wait[tid];
+    m->wc[tid] = 0;
     m->pending[tid] = 0.0;
     m->pcommit_wait[tid] = 0.0;
     if (m->in_fixed_pb[tid])
@@ -877,6 +886,7 @@ static int do_pcommit(pm_machine *m, int tid)
     if (reserve(m))
         return PM_ERR_NOMEM;
     pm_stats *st = &m->st[tid];
+    m->wc[tid] = 0;
     st->pcommit += 1;
     if (!m->cfg.timed) {
         emit(m, EV_PCOMMIT, tid, 0, 0, 0);
@@ -1132,6 +1142,7 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->pending = calloc((size_t)n, sizeof(double));
     m->pcommit_wait = calloc((size_t)n, sizeof(double));
     m->in_fixed_pb = calloc((size_t)n, 1);
+    m->wc = calloc((size_t)n, sizeof(uint64_t));
     m->ring = calloc(cfg->wpq_entries, sizeof(double));
     m->bank_free = calloc(cfg->banks, sizeof(double));
     m->rbase = calloc(r, sizeof(uint64_t));
@@ -1140,7 +1151,7 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->htm = calloc((size_t)n, sizeof(htm_tx));
     m->tcap = TRACE_INITIAL;
     m->tr = malloc(m->tcap * sizeof(pm_event));
-    int ok = m->l1 && m->l2 && m->st && m->pending && m->pcommit_wait && m->in_fixed_pb
+    int ok = m->l1 && m->l2 && m->st && m->pending && m->pcommit_wait && m->in_fixed_pb && m->wc
              && m->ring && m->bank_free && m->rbase && m->rend && m->rwords && m->tr && m->htm;
     ok = ok && cache_init(&m->llc, cfg->llc_sets, cfg->llc_ways);
     for (int i = 0; ok && i < n; i++)
@@ -1177,6 +1188,7 @@ void pm_machine_free(pm_machine *m)
     free(m->l2);
     free(m->st);
     free(m->pending);
+    free(m->wc);
     free(m->pcommit_wait);
     free(m->in_fixed_pb);
     free(m->ring);
@@ -1213,6 +1225,7 @@ void pm_reset_volatile(pm_machine *m)
     memset(m->pending, 0, (size_t)n * sizeof(double));
     memset(m->pcommit_wait, 0, (size_t)n * sizeof(double));
     memset(m->in_fixed_pb, 0, (size_t)n);
+    memset(m->wc, 0, (size_t)n * sizeof(uint64_t));
     memset(m->ring, 0, m->cfg.wpq_entries * sizeof(double));
     memset(m->bank_free, 0, m->cfg.banks * sizeof(double));
     m->ring_idx = 0;
