@@ -13,7 +13,8 @@ list of workloads until one kills it. Each (mutation, domain) cell is
   in some run: the step is needed for progress (a liveness step), whatever it does for crash
   consistency;
 * ``not exercised``: no crash-free run of the workloads tried issues the step (recovery steps
-  are always tried: every campaign runs recovery).
+  are always tried: every campaign runs recovery; so are hardware edge steps, which no run
+  issues: the runtime hands them to the crash-state model).
 
 A redundant cell is either harmless in that domain (under PDOM-2 every visible store is
 persistent, in order, so flushes and barriers order nothing) or a coverage gap of the workloads;
@@ -132,7 +133,7 @@ def ablate(runtime: str, domains: Sequence[str] = DOMAINS, steps: Iterable[str] 
         label = str(m) if isinstance(m, Drop) else f"swap({step})"
         for d in domains:
             t0 = time.perf_counter()
-            if isinstance(m, Drop) and step not in seen and "recover" not in step:
+            if isinstance(m, Drop) and step not in seen and "recover" not in step and kind != "edge":
                 cell = AblationCell(runtime, label, step, kind, d, "not exercised", "-", None, "",
                                     0, 0.0)
             else:

@@ -389,7 +389,7 @@ class Crl:
         self.set_dirty: dict[int, int] = {}
         self.seq = 0
         self.window: list[TxState] = []
-        self.acks: list[int] = []
+        self.acks: list[tuple[int, float]] = []  # (txid, begin time) awaiting acknowledgement
         self.cur: TxState | None = None
         self.released: set[int] = set()
         self.load_head()
@@ -422,8 +422,10 @@ class Crl:
         if vs and vs[-1].txid == st.txid:
             v = vs[-1]
             v.words[(addr >> 3) & 7] = value
-            if not v.dirty:
+            if not v.dirty:  # dirty again after a spill: now the most recently used version
                 v.dirty = True
+                self.seq += 1
+                v.seq = self.seq
                 self._pressure(cpu, line)
             return
         if self.o.coalesce_at == "write" and vs and vs[-1].dirty:
@@ -541,14 +543,14 @@ class Crl:
         transaction is acknowledged with the window before it."""
         st = self.cur
         if st is None or st.rt_txid != tx.txid:
-            self.acks.append(tx.txid)
+            self.acks.append((tx.txid, tx.start))
             if not self.window:
                 self._ack(cpu)
             return
         self.cur = None
         st.committed = True
         self.window.append(st)
-        self.acks.append(tx.txid)
+        self.acks.append((tx.txid, tx.start))
         if self.o.coalesce_at == "commit":
             for line in st.lines:
                 vs = self.versions[line]
@@ -671,8 +673,10 @@ class Crl:
         self.counts.record_lines += -(-len(rec) // 8)
 
     def _ack(self, cpu: Any) -> None:
-        for t in self.acks:
+        """Acknowledge durability (TX_DURABLE) of the waiting transactions, in commit order."""
+        for t, start in self.acks:
             cpu.mark(Mark.TX_DURABLE, t)
+            self.o.ack_latencies.append(cpu.clock - start)
         self.acks = []
 
     def _release(self, cpu: Any, txs: Sequence[TxState]) -> None:

@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..hw.loc import SLOTS, Crl, LogLayout, decode, meta_after_data, pack_head
 from ..trace import Mark
-from .alloclog import FreeListAlloc
+from .alloclog import ALLOC_STEPS, FreeListAlloc
 from .base import PB_DOMAINS, Runtime, Tx
 from .layout import PMSpec
 from .mutation import Mutant, drop, patch, skip_check
@@ -112,6 +112,8 @@ class LocRuntime(FreeListAlloc, Runtime):
         "loc.recover.head": ("group", "recovery: move the head past every logged transaction"),
         "loc.recover.wait-head": ("pb", "recovery: the head durable before recovery returns"),
     }
+    OMIT_STEPS = frozenset(ALLOC_STEPS) | {"hwal.commit.wait-log", "hwal.commit.record",
+                                           "hwal.commit.wait-record"}
     CHECKS = {
         "loc.recover.sid-valid": "ignore groups whose SID is below the head's start SID",
         "loc.recover.distinct-addr": "count a transaction's logged lines, not its log copies",
@@ -126,6 +128,7 @@ class LocRuntime(FreeListAlloc, Runtime):
 
     def __init__(self, machine: Any, layout: Any, costs: Any = None) -> None:
         super().__init__(machine, layout, costs)
+        self.ack_latencies: list[float] = []  # begin -> acknowledgement at the window close
         if layout.threads != 1:
             raise ConfigError(f"{self.name} models one hardware thread (the card's machine: one "
                               f"core, one thread); run it with threads=1, not {layout.threads}")
@@ -261,7 +264,8 @@ class LocRuntime(FreeListAlloc, Runtime):
 
 
 LOC_EC = variant(LocRuntime, "loc-ec", sd=1)
-HWAL = variant(LocRuntime, "hwal", mode="hwal", sd=1)
+HWAL = variant(LocRuntime, "hwal", mode="hwal", sd=1,
+               OMIT_STEPS=frozenset(ALLOC_STEPS) | {"loc.close.record", "loc.close.wait"})
 LOC_FINE = variant(LocRuntime, "loc-fine", sd=3, group_per_tx=True, fuzz_variant=True)
 LOC_SPILL = variant(LocRuntime, "loc-spill", version_ways=1, version_sets=1, sd=4,
                     fuzz_variant=True)
