@@ -22,7 +22,8 @@ What the unit models (card ``loc.md`` §3-§5, §10):
   unlogged) and a dependency pair ``<Tx, Ty, n>`` is counted. The window closes at its SD-th
   commit, on ``flush`` or under log pressure: the remaining TxDirty versions and a stub per
   transaction without one are logged, the window record (first TxID, aborted TxIDs, pairs) is
-  written, and the CRL waits until all of it is durable: the window's one ordering point. Then
+  written when the window has an aborted transaction or a pair (recovery needs nothing else from
+  it), and the CRL waits until all of it is durable: the window's one ordering point. Then
   LastCommittedTxID advances, the window's transactions are acknowledged, and their newest
   lines are released to be written home (lazily: in the trace they are plain stores that may
   persist at any later time).
@@ -636,7 +637,8 @@ class Crl:
                 c.clwb(self.lay.head)
             self.o.order(cpu, "hwal.commit.wait-record")
         else:
-            self._write_record(cpu)
+            if any(t.aborted or t.pairs for t in self.window):  # else recovery needs no record
+                self._write_record(cpu)
             if self.o.ack_before_wait:
                 self._ack(cpu)
             self.o.order(cpu, "loc.close.wait")
