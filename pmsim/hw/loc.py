@@ -430,8 +430,9 @@ class Crl:
                 self._pressure(cpu, line)
             return
         if self.o.coalesce_at == "write" and vs and vs[-1].dirty:
-            self._coalesce(vs.pop(), st, line)
-            self.set_dirty[line % self.sets] -= 1
+            old = vs.pop()
+            self._clean(old, line)
+            self._coalesce(old, st, line)
         base = vs[-1].words if vs else [int(w) for w in self.m.pm_words(line << 6, 8)]
         self.seq += 1
         v = Version(st.txid, list(base), self.seq)
@@ -465,24 +466,29 @@ class Crl:
     def _free_groups(self) -> int:
         return self.lay.groups - (self.next_sid - self.start_sid) - (1 if self.group else 0)
 
+    def _clean(self, v: Version, line: int) -> None:
+        """``v`` (of ``line``) is logged or dropped: no longer TxDirty, out of its set's budget."""
+        if v.dirty:
+            v.dirty = False
+            self.set_dirty[line % self.sets] -= 1
+
     def _pressure(self, cpu: Any, line: int) -> None:
         s = line % self.sets
         n = self.set_dirty[s] = self.set_dirty.get(s, 0) + 1
         if n <= self.version_ways:
             return
-        best: tuple[int, int, Version] | None = None
+        best: tuple[int, Version] | None = None
         for ln, vs in self.versions.items():
             if ln % self.sets != s:
                 continue
             for v in vs:
-                if v.dirty and (best is None or v.seq < best[2].seq):
-                    best = (ln, 0, v)
+                if v.dirty and (best is None or v.seq < best[1].seq):
+                    best = (ln, v)
         if best is None:
             return
-        ln, _, v = best
+        ln, v = best
         self.counts.overflow += 1
-        v.dirty = False
-        self.set_dirty[s] -= 1
+        self._clean(v, ln)
         st = self._tx(v.txid)
         if self.o.overflow_to_home:
             with self.o.step(cpu, "loc.log.block") as c:
@@ -557,8 +563,8 @@ class Crl:
                 vs = self.versions[line]
                 for v in vs[:-1]:
                     if v.dirty:
+                        self._clean(v, line)
                         self._coalesce(v, st, line)
-                        self.set_dirty[line % self.sets] -= 1
                     elif self.o.pair_for_logged and self._tx(v.txid) is not None:
                         self._coalesce(v, st, line)
                 vs[:] = vs[-1:]
@@ -588,8 +594,7 @@ class Crl:
         for line in st.lines:
             vs = self.versions.get(line, [])
             for v in [v for v in vs if v.txid == st.txid]:
-                if v.dirty:
-                    self.set_dirty[line % self.sets] -= 1
+                self._clean(v, line)
                 vs.remove(v)
             if not vs:
                 self.versions.pop(line, None)
@@ -608,8 +613,7 @@ class Crl:
         for i, ln in enumerate(pending):
             v = self.versions[ln][-1]
             self._log_block(cpu, st.txid, ln, v.words, cnt if i == len(pending) - 1 else 0)
-            v.dirty = False
-            self.set_dirty[ln % self.sets] -= 1
+            self._clean(v, ln)
             st.emitted += 1
         if not pending:
             self._stub(cpu, st.txid, cnt)
@@ -698,8 +702,7 @@ class Crl:
                         c.store((ln << 6) + 8 * i, w)
                 self.released.add(ln)
                 self.counts.home_lines += 1
-                if v.dirty:
-                    self.set_dirty[ln % self.sets] -= 1
+                self._clean(v, ln)
                 del self.versions[ln]
 
     def flush(self, cpu: Any) -> None:

@@ -199,7 +199,7 @@ class LocRuntime(FreeListAlloc, Runtime):
         env.process(closer())
 
     def edge_providers(self) -> list[Any]:
-        if self.hook is not None and "loc.edge.meta-after-data" in self.hook.drop:
+        if self.dropped("loc.edge.meta-after-data"):
             return []
         return [meta_after_data(self.lay)]
 

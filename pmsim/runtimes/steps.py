@@ -294,6 +294,11 @@ class PersistSteps:
             return nullcontext(cpu)
         return self.hook.step(cpu, name)
 
+    def dropped(self, name: str) -> bool:
+        """Whether a mutation drops the named step (how an ``edge`` step, which issues no
+        instruction, learns it is off)."""
+        return self.hook is not None and name in self.hook.drop
+
     def check(self, name: str) -> bool:
         """Whether recovery makes the named check (False when a mutation skips it)."""
         return self.hook is None or name not in self.hook.skip
