@@ -299,6 +299,22 @@ class CEngine:
             if rc:
                 fail(rc, tid, None)
 
+        f_dev = lib.pm_devwrite
+
+        def devwrite(tid: int, addr: int, value: int, drained: int = 0) -> None:
+            """A device write beside the caches: PM and the trace only (see the reference)."""
+            try:
+                code = f_dev(m, tid, addr, value, 1 if drained else 0)
+            except (OverflowError, TypeError):
+                diagnose(tid, addr, False, ("value", value))
+                raise
+            if code:
+                diagnose(tid, addr, False, ("value", value))
+                if code == lib.PM_ERR_ADDR:
+                    raise ConfigError(f"devwrite: address {addr:#x} is not in PM; a device "
+                                      "write goes to the persistent log area")
+                fail(code, tid, addr)
+
         def get_clock(tid: int) -> float:
             try:
                 t = f_get(m, tid)
@@ -391,7 +407,7 @@ class CEngine:
         self.clwb = with_addr(lib.pm_clwb, True)
         self.sfence, self.mfence = no_addr(lib.pm_sfence), no_addr(lib.pm_mfence)
         self.pcommit, self.persist_barrier = no_addr(lib.pm_pcommit), no_addr(lib.pm_persist_barrier)
-        self.work, self.mark = work, mark
+        self.work, self.mark, self.devwrite = work, mark, devwrite
         self.get_clock, self.set_clock = get_clock, set_clock
 
     def htm_exempt(self, addr: int) -> None:

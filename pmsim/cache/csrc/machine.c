@@ -1264,6 +1264,20 @@ int pm_ntstore(pm_machine *m, int tid, uint64_t addr, uint64_t value)
     return do_ntstore(m, tid, addr, value);
 }
 
+/* A write by a device beside the caches (the memory controller's log pending queue): PM
+   takes the value and the trace an NTSTORE (aux 0 issued, 1 drained); no time, no cache or
+   WPQ work, no counters (the device's model keeps its own). */
+int pm_devwrite(pm_machine *m, int tid, uint64_t addr, uint64_t value, uint32_t drained)
+{
+    int pm;
+    CHECK_ACCESS(m, tid, addr, w, pm);
+    if (!pm)
+        return PM_ERR_ADDR;
+    *w = value;
+    emit(m, EV_NTSTORE, tid, drained ? 1u : 0u, addr, value);
+    return 0;
+}
+
 int pm_clflush(pm_machine *m, int tid, uint64_t addr)
 {
     return do_flush(m, tid, addr, EV_CLFLUSH);

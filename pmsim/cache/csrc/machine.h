@@ -106,6 +106,8 @@ int pm_error(const pm_machine *m);
 uint64_t pm_load(pm_machine *m, int tid, uint64_t addr);
 int pm_store(pm_machine *m, int tid, uint64_t addr, uint64_t value);
 int pm_ntstore(pm_machine *m, int tid, uint64_t addr, uint64_t value);
+/* A device write (Proteus/ATOM memory controller): PM and trace only; PM addresses only. */
+int pm_devwrite(pm_machine *m, int tid, uint64_t addr, uint64_t value, uint32_t drained);
 int pm_clflush(pm_machine *m, int tid, uint64_t addr);
 int pm_clflushopt(pm_machine *m, int tid, uint64_t addr);
 int pm_clwb(pm_machine *m, int tid, uint64_t addr);

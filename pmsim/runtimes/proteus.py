@@ -1,0 +1,306 @@
+"""Proteus: software-supported hardware undo logging (card ``proteus.md``). The hardware is
+:mod:`pmsim.hw.proteus` (log registers, LogQ, LLT, the memory controller's LPQ with log-write
+removal); this runtime is the thin software side the compiler would emit:
+
+``tx-begin``; for every store, ``log-load`` + ``log-flush`` of its 32-byte block (the LLT
+filters repeats) and the store; at the end ``clwb`` of every modified line, ``sfence`` and
+``tx-end`` (card §3.4 defaults 1-5: wait for every log acknowledgement, persist the data, send
+TX_END, whose processing at the memory controller is the commit point, clear the LLT).
+
+* ``proteus``: log-write removal (LWR): log lines live in the LPQ and are flash-cleared at
+  tx-end; the last entry keeps END until the thread's next transaction logs.
+* ``proteus-nolwr``: every log line drains to NVM; nothing is cleared (Proteus+NoLWR).
+* ``proteus-tiny`` (fuzzing): LogQ 2, a 2-entry direct-mapped LLT and a 3-entry LPQ, so LogQ
+  stalls, duplicate entries after LLT evictions and LPQ spills to NVM happen in small runs.
+
+Locks serialise transactions (the workloads' per-structure locks). Allocation is not logged in
+the paper ("assumed failure-safe"); here a block's bitmap bit changes inside the transaction
+as a logged store at tx-end, under one allocator lock when several threads run (bitmap words of
+different structures share 32-byte blocks, which card §5 forbids for data under different
+locks). Objects and static elements are padded to 32-byte blocks for the same reason.
+
+A user abort stores the logged old values back inside the transaction and ends it (its END
+then commits no change). Recovery (card §6, [D]) undoes, per thread, the highest txID's
+entries unless one of them carries END, using the earliest entry of each block, persists the
+blocks, then persists END on that transaction's last entry: a crash during recovery repeats it.
+
+The LPQ must be in the persistence domain (card R6): PDOM-1 (ADR) or PDOM-2 (eADR). PDOM-0,
+where the memory controller's queues are volatile, is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from typing import Any, ClassVar
+
+import simpy
+
+from ..config import LINE
+from ..errors import ConfigError
+from ..hw.proteus import (
+    BLOCK,
+    END,
+    EntryFormat,
+    LineWrite,
+    LogBeforeData,
+    LogOverflow,
+    ProteusUnit,
+    decode_log,
+    undo_plan,
+)
+from ..trace import Mark
+from .alloclog import ALLOC_STEPS, FreeListAlloc
+from .base import Runtime, Tx
+from .layout import PMSpec
+from .registry import register_runtime, variant
+
+FMT = EntryFormat(BLOCK // 8)
+
+
+class ProteusTx(Tx):
+    def __init__(self, rt: Runtime, cpu: Any, txid: int) -> None:
+        super().__init__(rt, cpu, txid)
+        self.bits: list[tuple[int, bool]] = []  # bitmap changes applied at tx-end
+
+    def read_words(self, obj: int, field: int, n: int) -> list[int]:
+        ld = self.cpu.load
+        a = obj + 8 * field
+        return [ld(a + 8 * i) for i in range(n)]
+
+    def write_words(self, obj: int, field: int, values: Sequence[int]) -> None:
+        self.rt._write(self, obj + 8 * field, values)  # type: ignore[attr-defined]
+        self.writes += 1
+
+
+def _round(n: int, to: int) -> int:
+    return -(-n // to) * to
+
+
+@register_runtime
+class ProteusRuntime(FreeListAlloc, Runtime):
+    """Proteus with log-write removal (card §3-§6)."""
+
+    name = "proteus"
+    family = "proteus"
+    unit_format: ClassVar[EntryFormat] = FMT
+    lwr = True
+    """Log-write removal: flash-clear a transaction's LPQ entries at tx-end (False: NoLWR)."""
+    logq = 16
+    """LogQ entries: log-flushes in flight per core (card Table 1)."""
+    llt_entries = 64
+    llt_ways = 8
+    lpq = 256
+    """LPQ entries at the memory controller."""
+    log_slots = 0
+    """Entries in each thread's circular log (0: room for two of the largest transactions)."""
+    end_before_data = False
+    end_discard_at = "first-log"
+    clear_by_core = True
+    overflow_check = True
+    log_first_block_only = False
+
+    STEPS = {
+        "proteus.log.flush": ("group", "log-load + log-flush of a store's 32-byte block before "
+                              "the store (unless the LLT has it)"),
+        "proteus.log.line-write": ("edge", "a log-flush reaches the MC as one 64-byte write "
+                                   "(px86: its words persist in order, never torn out of order)"),
+        "proteus.logq.stall": ("order", "O3: dispatch stalls at a log-flush while the LogQ is "
+                               "full (no untracked log-flush)"),
+        "proteus.o1.log-before-data": ("edge", "O1: a store is released only after its block's "
+                                       "log-flush is acknowledged (a persist-order edge)"),
+        "proteus.ack.at-accept": ("edge", "the MC acknowledges a log-flush once it holds it in "
+                                  "the LPQ (not when it is sent)"),
+        "proteus.end.wait-acks": ("order", "tx-end waits for every log acknowledgement"),
+        "proteus.end.flush": ("flush", "clwb every line the transaction modified"),
+        "proteus.end.fence": ("fence", "sfence: the data in the WPQ before TX_END"),
+        "proteus.mc.end-mark": ("store", "TX_END: the MC sets END on the transaction's last "
+                                "entry (the commit point)"),
+        "proteus.mc.flash-clear": ("group", "TX_END: the MC discards the transaction's other "
+                                   "LPQ entries (log-write removal)"),
+        "proteus.llt.clear": ("group", "tx-end clears the LLT"),
+        "proteus.mc.spill": ("group", "a full LPQ writes its oldest entry to NVM"),
+        "proteus.recover.undo": ("group", "recovery: write back the earliest entry of each "
+                                 "block of an unfinished transaction; clwb"),
+        "proteus.recover.fence": ("order", "recovery: the undone blocks durable before END"),
+        "proteus.recover.end": ("group", "recovery: END on the undone transaction's last entry"),
+        "proteus.recover.fence-end": ("order", "recovery: END durable before recovery returns"),
+    }
+    OMIT_STEPS = frozenset(ALLOC_STEPS)
+    CHECKS = {
+        "proteus.recover.earliest": "undo each block from its earliest entry in seq order (O6)",
+        "proteus.recover.whole-entry": "ignore an entry whose checksum fails (a log-flush that "
+                                       "had not arrived whole)",
+    }
+
+    def __init__(self, machine: Any, layout: Any, costs: Any = None) -> None:
+        super().__init__(machine, layout, costs)
+        if machine.config.domain == "pdom0":
+            raise ConfigError(f"{self.name} needs the memory controller's queues in the "
+                              "persistence domain (card R6: ADR keeps the LPQ); use domain "
+                              "'pdom1' or 'pdom2', or the 'pmem-pcommit' baseline for a volatile "
+                              "WPQ")
+        self.untracked: set[tuple[int, int, int]] = set()
+        slots = self._slots(layout.spec)
+        self.unit = ProteusUnit(self, machine, layout.log, slots, self.unit_format,
+                                logq=self.logq, llt_entries=self.llt_entries,
+                                llt_ways=self.llt_ways, lpq=self.lpq, lwr=self.lwr)
+        self._alloc_lock = simpy.Resource(machine.env, 1) if layout.threads > 1 else None
+
+    # -- layout ------------------------------------------------------------------------------
+    @classmethod
+    def obj_bytes(cls, words: int) -> int:
+        return _round(8 * words, BLOCK)
+
+    @classmethod
+    def static_stride(cls, words: int) -> int:
+        return _round(8 * words, BLOCK)
+
+    @classmethod
+    def _slots(cls, spec: PMSpec) -> int:
+        if cls.log_slots:
+            return cls.log_slots
+        per_tx = spec.max_tx_words + spec.max_tx_writes + 2 * spec.max_tx_allocs + 2
+        return 2 * per_tx + 2
+
+    @classmethod
+    def log_bytes(cls, spec: PMSpec) -> int:
+        return cls._slots(spec) * cls.unit_format.nbytes
+
+    def _new_tx(self, cpu: Any, txid: int) -> Tx:
+        return ProteusTx(self, cpu, txid)
+
+    # -- transactions --------------------------------------------------------------------------
+    def _begin(self, tx: Tx) -> None:
+        tx.cpu.work(self.costs.call_ns)
+        self.unit.tx_begin(tx.cpu)
+
+    def _write(self, tx: Tx, addr: int, values: Sequence[int]) -> None:
+        cpu = tx.cpu
+        unit = self.unit
+        log = not self.dropped("proteus.log.flush")
+        first = addr & ~(BLOCK - 1)
+        try:
+            for i, v in enumerate(values):
+                a = addr + 8 * i
+                block = a & ~(BLOCK - 1)
+                if log and (block == first or not self.log_first_block_only):
+                    unit.log_block(cpu, block)
+                unit.store(cpu, a, int(v))
+        except LogOverflow as e:
+            raise ConfigError(f"{e}: raise PMSpec.max_tx_words or the runtime's log_slots") from None
+
+    def _set_bit(self, tx: Tx, block: int, allocated: bool) -> None:
+        """Recorded now, stored (logged) at tx-end under the allocator lock."""
+        tx.bits.append((block, allocated))  # type: ignore[attr-defined]
+
+    def _apply_bits(self, tx: ProteusTx) -> None:
+        for block, allocated in tx.bits:
+            word, mask = self.heap.bit_of(block)
+            old = tx.cpu.load(word)
+            self._write(tx, word, [old | mask if allocated else old & ~mask])
+
+    def _tx_end(self, tx: Tx) -> None:
+        cpu = tx.cpu
+        self.unit.tx_end(cpu, lambda lines: self.flush(cpu, "proteus.end.flush", lines),
+                         lambda: self.fence(cpu, "proteus.end.fence"))
+
+    def commit(self, tx: Tx) -> Generator[Any, Any, None]:
+        """Apply the bitmap changes, tx-end (the commit point at the MC), then unlock."""
+        self._check_live(tx)
+        assert isinstance(tx, ProteusTx)
+        req = None
+        if tx.bits and self._alloc_lock is not None:
+            req = yield from tx.cpu.acquire(self._alloc_lock)
+        self._apply_bits(tx)
+        tx.cpu.mark(Mark.TX_COMMIT, tx.txid)
+        self._tx_end(tx)
+        self.end_steps(tx.tid)
+        self.commits += 1
+        self.commit_order.append(tx.txid)
+        tx.cpu.mark(Mark.TX_DURABLE, tx.txid)
+        if req is not None:
+            yield from tx.cpu.release(self._alloc_lock, req)
+        self._release_frees(tx)
+        yield from self._finish(tx)
+
+    def _abort(self, tx: Tx) -> None:
+        """Store the logged old values back, then end the transaction (END commits nothing)."""
+        self.unit.abort_restore(tx.cpu)
+        self._tx_end(tx)
+        self._return_allocs(tx)
+
+    # -- the hardware's ordering for the crash-state model ---------------------------------------
+    def edge_providers(self) -> list[Any]:
+        lay = self.layout
+        out: list[Any] = []
+        if not self.dropped("proteus.log.line-write"):
+            out.append(LineWrite(tuple(lay.log), lay.log_bytes, self.unit_format))
+        if not (self.dropped("proteus.o1.log-before-data") or self.dropped("proteus.ack.at-accept")):
+            out.append(LogBeforeData(tuple(lay.log), lay.log_bytes, self.unit_format,
+                                     frozenset(self.untracked)))
+        return out
+
+    def counters(self) -> dict[str, float]:
+        c = self.unit.counts
+        return {"log_flushes": c.log_flushes, "llt_hits": c.llt_hits,
+                "log_writes": c.log_writes, "log_removed": c.removed, "end_marks": c.end_marks,
+                "logq_stall_ns": c.logq_stall_ns, "end_stall_ns": c.end_stall_ns,
+                "o1_waits": c.o1_waits, "lpq_max": c.lpq_max,
+                "lpq_occ_mean": c.lpq_occ_sum / c.lpq_samples if c.lpq_samples else 0.0}
+
+    # -- format and recovery ---------------------------------------------------------------------
+    def format(self, cpu: Any = None) -> None:
+        super().format(cpu)
+        self.unit.load()
+
+    def _load(self) -> None:
+        super()._load()
+        self.unit.load()
+
+    def _entries(self, tid: int) -> list[Any]:
+        lay = self.layout
+        words = self.m.pm_words(lay.log[tid], lay.log_bytes // 8).tolist()
+        return decode_log(words, self.unit_format, self.check("proteus.recover.whole-entry"))
+
+    def _recover(self, cpu: Any) -> None:
+        lay = self.layout
+        fmt = self.unit_format
+        todo = []
+        for t in range(lay.threads):
+            ents = self._entries(t)
+            top, plan = undo_plan(ents, self.check("proteus.recover.earliest"))
+            if plan:
+                todo.append((t, top, ents, plan))
+        if not todo:
+            return
+        with self.step(cpu, "proteus.recover.undo") as c:
+            lines: dict[int, None] = {}
+            for _, _, _, plan in todo:
+                for e in plan:
+                    for i, w in enumerate(e.data):
+                        c.store(e.src + 8 * i, w)
+                    lines[e.src & ~(LINE - 1)] = None
+            for line in lines:
+                c.clwb(line)
+        self.order(cpu, "proteus.recover.fence")
+        with self.step(cpu, "proteus.recover.end") as c:
+            for t, top, ents, _ in todo:
+                last = max((e for e in ents if e.txid == top), key=lambda e: e.seq)
+                a = lay.log[t] + last.slot * fmt.nbytes + 8 * fmt.end_word([])
+                c.store(a, self.m.peek(a) | END)
+                c.clwb(a)
+        self.order(cpu, "proteus.recover.fence-end")
+
+    def _check_logs(self) -> list[str]:
+        out = []
+        for t in range(self.layout.threads):
+            top, plan = undo_plan(self._entries(t))
+            if plan:
+                out.append(f"log: thread {t}'s transaction {top} is unfinished after recovery")
+        return out
+
+
+PROTEUS_NOLWR = variant(ProteusRuntime, "proteus-nolwr", lwr=False,
+                        OMIT_STEPS=frozenset(ALLOC_STEPS) | {"proteus.mc.flash-clear",
+                                                              "proteus.mc.spill"})
+PROTEUS_TINY = variant(ProteusRuntime, "proteus-tiny", logq=2, llt_entries=2, llt_ways=1, lpq=3)
