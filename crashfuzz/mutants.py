@@ -54,14 +54,15 @@ class KillRow:
         return self.killed == self.expected_kill
 
 
-def trials(base: FuzzConfig, first: str = "", txs: int = 0) -> Iterable[FuzzConfig]:
-    """The campaigns that try to kill a mutant: ``first`` (its own workload, ``txs`` transactions
-    per thread if given), then the matrix's trial workloads."""
+def trials(base: FuzzConfig, first: str = "", txs: int = 0,
+           params: tuple[tuple[str, Any], ...] = ()) -> Iterable[FuzzConfig]:
+    """The campaigns that try to kill a mutant: ``first`` (its own workload with ``params``,
+    ``txs`` transactions per thread if given), then the matrix's trial workloads."""
     from pmsim.errors import UnknownNameError
     from pmsim.workloads.base import get_workload
 
     if first:
-        yield replace(base, workload=first, params=(), txs=txs or base.txs)
+        yield replace(base, workload=first, params=tuple(params), txs=txs or base.txs)
     for name, params in WORKLOAD_TRIALS:
         try:
             cls = get_workload(name)
@@ -84,7 +85,7 @@ def kill_one(mutant: Mutant, domain: str, base: FuzzConfig, runtime: str | None 
     cls = None if runtime is not None else mutant.build()
     for cfg in trials(replace(base, runtime=runtime or mutant.base_name, domain=domain,
                               threads=max(base.threads, mutant.threads), stop_at_first=True),
-                      mutant.workload, mutant.txs):
+                      mutant.workload, mutant.txs, mutant.params):
         rep = fuzz(cfg, runtime=cls)
         states += rep.states_checked
         last = cfg
@@ -112,6 +113,8 @@ def kill_matrix(mutants: Sequence[str] | None = None, domains: Sequence[str] = D
     for name in names:
         m = get_mutant(name)
         for d in domains:
+            if d not in m.base.supported_domains:
+                continue
             row = kill_one(m, d, base, name)
             rows.append(row)
             if progress:

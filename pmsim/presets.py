@@ -1,7 +1,8 @@
 """Named machine configurations, each citing where its numbers come from.
 
 ``preset("optane-adr")`` returns a :class:`~pmsim.config.MachineConfig`; ``PRESETS`` maps each
-name to ``(factory, source)``. Numbers a source does not give are marked "[A]" (our default).
+name to ``(factory, source)``. Numbers a source does not give are marked "[A]" (our default)
+or "[D]" (the paper's spec card's proposed default).
 """
 
 from __future__ import annotations
@@ -37,18 +38,45 @@ def _marathe(domain: str, barrier_ns: float) -> MachineConfig:
     )
 
 
-def _proteus() -> MachineConfig:
-    ghz = 3.4
+PROTEUS_GHZ = 3.4
+"""Proteus Table 1: the cores' clock; cycle counts below are converted to ns at this rate."""
+DDR3_TCK_NS = 1.25
+"""DDR3-1600 runs its command clock at 800 MHz (Proteus Table 1)."""
+DDR3_CAS, DDR3_RCD = 11, 11
+"""tCAS and tRCD of Table 1's timing row 11-11-11-28-39-12-6-6-5-24 (the card reads it as
+CAS, RCD, RP, RAS, RC, WR, WTR, RTP, RRD, FAW)."""
+
+
+def _ddr3_ns(rcd: int) -> float:
+    """A closed-row access with ``rcd`` activate cycles: (tRCD + tCAS) x tCK. The paper's own
+    rule: its NVM's tRCD of 29 (read) and 109 (write) give the 50 ns and 150 ns it states."""
+    return (rcd + DDR3_CAS) * DDR3_TCK_NS
+
+
+def _proteus(read_ns: float, write_ns: float) -> MachineConfig:
+    ghz = PROTEUS_GHZ
     return MachineConfig(
         cores=4,
         cache=CacheConfig(CacheLevel(32, 8, 4 / ghz), CacheLevel(256, 8, 12 / ghz),
                           CacheLevel(8192, 16, 42 / ghz)),
-        pm=PMConfig(read_ns=50.0, write_ns=150.0, banks=16, wpq_entries=64, to_wpq_ns=10.0),
-        dram=DRAMConfig(27.5),
+        # a flush walks to the MC as a log-flush does (card §11): L3 latency, 64 B over the
+        # 16 B/cycle L3-MC link (4 cycles) and the MC's acceptance (10 cycles [D])
+        pm=PMConfig(read_ns=read_ns, write_ns=write_ns, banks=16, wpq_entries=64,
+                    to_wpq_ns=(42 + 4 + 10) / ghz),
+        dram=DRAMConfig(_ddr3_ns(DDR3_RCD)),
         costs=CostConfig(store_ns=1 / ghz, flush_ns=1 / ghz, fence_ns=2 / ghz),
         domain="pdom1",
         barrier="modelled",
     )
+
+
+_PROTEUS = ("Proteus (Shin et al., MICRO'17) Table 1, MarssX86 + DRAMsim2: 4 cores at 3.4 GHz; "
+            "L1D 32 KB 8-way 4 cycles; L2 256 KB 8-way 12 cycles private; L3 8 MB 16-way "
+            "42 cycles shared; 64 B lines; ADR (PDOM-1); volatile DRAM DDR3-1600 at (tRCD 11 + "
+            "tCAS 11) x 1.25 ns = 27.5 ns. [D] (card §11): WPQ 64 entries; 16 banks (Table 1: "
+            "1 channel, 16 banks per rank); a flush reaches the WPQ after L3 latency + 4-cycle "
+            "L3-MC transfer + 10-cycle MC accept = 56 cycles (16.5 ns). [A]: store and flush "
+            "issue 1 cycle, fence 2 cycles")
 
 
 def _loc() -> MachineConfig:
@@ -116,10 +144,20 @@ PRESETS: dict[str, tuple[Callable[[], MachineConfig], str]] = {
                       "the spec card's assumption (L1 32 KB, L2 256 KB, LLC 20 MB) [A]"),
     "marathe-pdom1": (lambda: _marathe("pdom1", 100.0), "as marathe-pdom2 with 100 ns barriers"),
     "marathe-pdom0": (lambda: _marathe("pdom0", 500.0), "as marathe-pdom2 with 500 ns barriers"),
-    "proteus-marss": (_proteus,
-                      "Proteus (MICRO'17) Table 1, MarssX86: 4 cores at 3.4 GHz; L1 32 KB 8-way "
-                      "4 cycles; L2 256 KB 8-way 12 cycles; L3 8 MB 16-way 42 cycles; NVM "
-                      "50 ns read / 150 ns write; DDR3-1600 (CL+tRCD = 27.5 ns); WPQ 64 [D]"),
+    "proteus-marss": (lambda: _proteus(_ddr3_ns(29), _ddr3_ns(109)),
+                      f"{_PROTEUS}. NVM: tRCD 29 read / 109 write, i.e. 50 ns read / 150 ns "
+                      "write (Table 1 and §5.1)"),
+    "proteus-marss-slownvm": (lambda: _proteus(_ddr3_ns(29), 300.0),
+                              "as proteus-marss (Proteus Table 1; the same [D] defaults: WPQ "
+                              "64, 16 banks, 56-cycle flush path) with slow NVM (§7.1): 300 ns "
+                              "write (tRCD ~229 [D]), 50 ns read"),
+    "proteus-marss-dram": (lambda: _proteus(_ddr3_ns(DDR3_RCD), _ddr3_ns(DDR3_RCD)),
+                           "as proteus-marss (Proteus Table 1; the same [D] defaults: WPQ 64, "
+                           "16 banks, 56-cycle flush path) on plain DDR3-1600 standing in for a "
+                           "battery-backed NVDIMM (§7.2): reads and writes take Table 1's "
+                           "(tRCD 11 + tCAS 11) x 1.25 ns = 27.5 ns, the rule that gives the "
+                           "paper's NVM 50/150 ns from tRCD 29/109; row-buffer hits and the "
+                           "other DDR3 timings are not modelled"),
     "dudetx-xeon": (_dudetx,
                     "DUDETx (ACM TOS'18) §6.1: Xeon E5-2643 v4 at 3.4 GHz (L1 32 KB, L2 256 KB, "
                     "L3 20 MB per Intel's data sheet; 4/12/42-cycle hits [A]); NVM emulated in "

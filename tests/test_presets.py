@@ -8,7 +8,7 @@ import pytest
 
 from pmsim import Machine, MachineConfig
 from pmsim.errors import UnknownNameError
-from pmsim.presets import PRESETS, preset
+from pmsim.presets import PRESETS, _ddr3_ns, preset
 
 NAMES = sorted(PRESETS)
 
@@ -20,7 +20,8 @@ def _need(backend: str) -> None:
 
 def test_the_documented_presets_exist() -> None:
     expected = {"default", "optane-adr", "eadr", "pdom0", "marathe-pdom0", "marathe-pdom1",
-                "marathe-pdom2", "proteus-marss", "loc-gem5"}
+                "marathe-pdom2", "proteus-marss", "proteus-marss-slownvm", "proteus-marss-dram",
+                "loc-gem5"}
     assert expected <= set(PRESETS)
 
 
@@ -50,7 +51,11 @@ def test_preset_names_a_source(name: str) -> None:
 def test_sources_cite_their_papers() -> None:
     assert "gem5" in PRESETS["optane-adr"][1]
     assert "Marathe" in PRESETS["marathe-pdom2"][1]
-    assert "Proteus" in PRESETS["proteus-marss"][1]
+    for name in ("proteus-marss", "proteus-marss-slownvm", "proteus-marss-dram"):
+        assert "Proteus" in PRESETS[name][1] and "Table 1" in PRESETS[name][1]
+        assert "[D]" in PRESETS[name][1], "says which values are the card's defaults"
+    assert "§7.1" in PRESETS["proteus-marss-slownvm"][1]
+    assert "§7.2" in PRESETS["proteus-marss-dram"][1] and "tCAS" in PRESETS["proteus-marss-dram"][1]
     assert "LOC" in PRESETS["loc-gem5"][1]
 
 
@@ -69,6 +74,10 @@ def test_variants_differ_only_where_their_source_says() -> None:
     adr = preset("optane-adr")
     assert preset("eadr") == adr.replace(domain="pdom2")
     assert preset("pdom0") == adr.replace(domain="pdom0")
+    pro = preset("proteus-marss")
+    assert preset("proteus-marss-slownvm") == pro.replace(**{"pm.write_ns": 300.0})
+    assert preset("proteus-marss-dram") == pro.replace(**{"pm.read_ns": 27.5,
+                                                           "pm.write_ns": 27.5})
 
 
 def test_numbers_from_the_cited_tables() -> None:
@@ -81,6 +90,41 @@ def test_numbers_from_the_cited_tables() -> None:
     assert pro.cache.llc.size_kib == 8192 and pro.cache.llc.ways == 16
     loc = preset("loc-gem5")
     assert loc.cache.l1.ways == 2 and loc.cache.llc.size_kib == 1024 and loc.pm.banks == 8
+
+
+@pytest.mark.parametrize("name", ["proteus-marss", "proteus-marss-slownvm", "proteus-marss-dram"])
+def test_proteus_table_1(name: str) -> None:
+    """Proteus (MICRO'17) Table 1 and the card's §11 defaults; cycles at 3.4 GHz."""
+    cyc = 1 / 3.4
+    cfg = preset(name)
+    c = cfg.cache
+    assert cfg.cores == 4 and cfg.domain == "pdom1" and cfg.barrier == "modelled"
+    assert (c.l1.size_kib, c.l1.ways, c.l1.latency_ns) == (32, 8, pytest.approx(4 * cyc))
+    assert (c.l2.size_kib, c.l2.ways, c.l2.latency_ns) == (256, 8, pytest.approx(12 * cyc))
+    assert (c.llc.size_kib, c.llc.ways, c.llc.latency_ns) == (8192, 16, pytest.approx(42 * cyc))
+    assert cfg.pm.wpq_entries == 64 and cfg.pm.banks == 16  # [D]
+    assert cfg.pm.to_wpq_ns == pytest.approx((42 + 4 + 10) * cyc)  # L3 + link + MC accept [D]
+    assert cfg.dram.latency_ns == 27.5  # DDR3-1600: (tRCD 11 + tCAS 11) x 1.25 ns
+    assert (cfg.costs.store_ns, cfg.costs.fence_ns) == (pytest.approx(cyc), pytest.approx(2 * cyc))
+    read, write = {"proteus-marss": (50.0, 150.0), "proteus-marss-slownvm": (50.0, 300.0),
+                   "proteus-marss-dram": (27.5, 27.5)}[name]
+    assert (cfg.pm.read_ns, cfg.pm.write_ns) == (read, write)
+
+
+def test_proteus_nvm_latencies_follow_the_papers_trcd_rule() -> None:
+    """§5.1: tRCD 29 (read) and 109 (write) at DDR3-1600 give 50 and 150 ns, so latency =
+    (tRCD + tCAS 11) x 1.25 ns; slow NVM's 300 ns is tRCD 229 by the same rule."""
+    for trcd, ns in ((29, 50.0), (109, 150.0), (229, 300.0), (11, 27.5)):
+        assert _ddr3_ns(trcd) == ns
+
+
+def test_proteus_pm_miss_costs_l3_plus_nvm_read(backend: str) -> None:
+    _need(backend)
+    for name, read in (("proteus-marss", 50.0), ("proteus-marss-dram", 27.5)):
+        m = Machine(preset(name), backend=backend)
+        cpu = m.cpu(0)
+        cpu.load(m.pm.base + 4096)
+        assert m.stats()[0]["time_ns"] == pytest.approx(42 / 3.4 + read)
 
 
 def test_unknown_preset_suggests_the_closest() -> None:

@@ -6,13 +6,17 @@ The unit sits beside the engine (either backend): the core's loads, stores and f
 engine's; the log path bypasses the caches, so it is modelled here and reaches the persistence
 trace as *device writes* (``Engine.devwrite``):
 
-* **log-flush issued**: the entry's eight words as *issued* non-temporal stores. Until the
-  memory controller accepts it, an entry may or may not have arrived, whatever the timing
-  ("an unacknowledged log-flush may be delayed arbitrarily").
-* **acknowledged**: the same eight words again, as *drained* non-temporal stores. A drained
-  store is persistent where it sits (the LPQ is in the persistence domain), and it forces the
-  earlier stores of its chain, so from the acknowledgement on the entry is durable in both
-  order modes.
+* **log-flush issued**: the entry's payload words (data, from-address, txID, seq) as
+  *drained* non-temporal stores, and its checksum word (with END) as an *issued* one. Until the
+  memory controller accepts it, the entry may or may not have arrived, whatever the timing ("an
+  unacknowledged log-flush may be delayed arbitrarily"): the checksum word may or may not
+  persist, and without it the slot holds no whole entry. Writing the payload at once is exact
+  for recovery, which reads only whole entries: the slot's older entry (of an older transaction
+  of the thread, never the newest one, which holds END) is no less ignored when destroyed early.
+  It gives an in-flight entry two states, as the one 64-byte write it is, where eight issued
+  words would give 9 (``line``) or 256 (``px86``).
+* **acknowledged**: the checksum word again, as a *drained* store: persistent where it sits
+  (the LPQ is in the persistence domain), forcing the earlier stores of its chain.
 * **O1** (a store waits for the log-flush of its 32-byte block): the core's store enters the
   trace when the core executes it, possibly before the acknowledgement; the rule "the entry
   persists before that store" is a persist-order edge (:class:`LogBeforeData`), derived from
@@ -253,7 +257,7 @@ class ProteusUnit:
         self.lpq_size = lpq
         self.lwr = lwr
         self.mc_ns = 10 / 3.4 if mc_ns is None else mc_ns
-        self.rtt = cfg.pm.to_wpq_ns + self.mc_ns + cfg.cache.llc.latency_ns
+        self.rtt = cfg.pm.to_wpq_ns + self.mc_ns
         self.write_ns = cfg.pm.write_ns / max(1, cfg.pm.banks)
         self.cores = [CoreState(t, b, slots, Llt(llt_entries, llt_ways))
                       for t, b in enumerate(logs)]
@@ -283,9 +287,10 @@ class ProteusUnit:
         """The LPQ copy leaves without reaching NVM: the slot shows what NVM holds again."""
         under = self.nvm[line.addr]
         cur = self.m.pm_words(line.addr, len(line.words)).tolist()
-        for i, w in enumerate(under):
-            if cur[i] != w:
-                self.dev(tid, line.addr + 8 * i, w, 1)
+        k = self.fmt.end_word(under)
+        for i in [k] + [i for i in range(len(under)) if i != k]:  # invalidate first
+            if cur[i] != under[i]:
+                self.dev(tid, line.addr + 8 * i, under[i], 1)
         line.state = "gone"
         if self.lpq.get(line.addr) is line:
             del self.lpq[line.addr]
@@ -328,8 +333,8 @@ class ProteusUnit:
     # -- acknowledgements ----------------------------------------------------------------------
     def _ack(self, c: CoreState, line: LogLine) -> None:
         """The core sees the acknowledgement: the entry is durable (drained re-write)."""
-        for i, w in enumerate(line.words):
-            self.dev(c.tid, line.addr + 8 * i, w, 1)
+        k = self.fmt.end_word(line.words)
+        self.dev(c.tid, line.addr + 8 * k, line.words[k], 1)
         line.acked = True
         if c.end_line is not None and line.seq == 0 and c.end_line is not line:
             self._discard_end(c)
@@ -394,8 +399,11 @@ class ProteusUnit:
         prev = self.lpq.pop(addr, None)
         if prev is not None:
             prev.state = "gone"  # M8: the newer LPQ entry overwrites the older one
+        k = self.fmt.end_word(words)
         for i, w in enumerate(words):
-            self.dev(c.tid, addr + 8 * i, w, 0)
+            if i != k:
+                self.dev(c.tid, addr + 8 * i, w, 1)
+        self.dev(c.tid, addr + 8 * k, words[k], 0)
         cpu.work(self.m.config.costs.store_ns)
         line = LogLine(c.tid, c.txid, c.seq, slot, addr, words, 0.0)
         arrive = cpu.clock + self.rtt / 2
@@ -496,70 +504,47 @@ class TraceEntry:
 
 
 def trace_entries(ix: Any, logs: Sequence[int], log_bytes: int, fmt: EntryFormat) -> list[TraceEntry]:
-    """Every whole log-flush in ``ix``'s trace: ``fmt.words`` consecutive issued device stores
-    from a slot boundary of a log area (decoded), with the event where its acknowledgement (the
-    same words drained) completes, or the trace's length if it never does."""
+    """Every log-flush in ``ix``'s trace: an issued device store of a slot's checksum word right
+    after the drained stores of its payload (decoded), with the event of its acknowledgement
+    (the checksum word drained), or the trace's length if it never comes."""
     from pmsim.trace import Ev
 
     ev = ix.trace.events
     kind, aux, tid = ev["kind"], ev["aux"], ev["tid"]
     addr = ev["addr"].astype(np.int64)
     n = fmt.words
+    k = fmt.end_word([])
     area = np.full(len(ev), -1, np.int64)
     for b in logs:
         area[(addr >= b) & (addr < b + log_bytes)] = b
     nt = (kind == Ev.NTSTORE) & (area >= 0)
-    issued = np.nonzero(nt & (aux == 0))[0].tolist()
-    drained = np.nonzero(nt & (aux == 1))[0]
+    at_k = ((addr - area) // 8) % n == k
+    issued = np.nonzero(nt & (aux == 0) & at_k)[0].tolist()
+    drained = np.nonzero(nt & (aux == 1) & at_k)[0]
     dr_addr = addr[drained]
     val = ev["value"]
     out = []
-    i = 0
-    while i + n <= len(issued):
-        e0 = issued[i]
-        a0 = int(addr[e0])
-        if (a0 - int(area[e0])) % (8 * n) or issued[i + n - 1] - e0 != n - 1:
-            i += 1
+    for e in issued:
+        a0 = int(addr[e]) - 8 * k
+        if e < n - 1:
             continue
-        e = fmt.unpack([int(v) for v in val[e0:e0 + n]])
-        i += n
-        if e is None:
+        words = [0] * n
+        words[k] = int(val[e])
+        for j in range(e - n + 1, e):
+            if 0 <= j and int(kind[j]) == Ev.NTSTORE and a0 <= int(addr[j]) < a0 + 8 * n:
+                words[(int(addr[j]) - a0) // 8] = int(val[j])
+        ent = fmt.unpack(words)
+        if ent is None:
             continue
-        later = drained[(drained > e0 + n - 1) & (dr_addr >= a0) & (dr_addr < a0 + 8 * n)]
-        ack = int(later[n - 1]) if len(later) >= n else len(ev)
-        out.append(TraceEntry(int(tid[e0]), a0, e0, e0 + n - 1, e.src, e.txid, e.seq, ack))
+        later = drained[(drained > e) & (dr_addr == a0 + 8 * k)]
+        ack = int(later[0]) if len(later) else len(ev)
+        out.append(TraceEntry(int(tid[e]), a0, e, e, ent.src, ent.txid, ent.seq, ack))
     return out
 
 
 def _store_ref(ix: Any, row_of: dict[int, int], event: int) -> tuple[int, int]:
     r = row_of[event]
     return int(ix.st_chain[r]), int(ix.st_pos[r]) + 1
-
-
-@dataclass(frozen=True)
-class LineWrite:
-    """Edge provider of "a log-flush is one 64-byte write" in ``px86`` order, where each word
-    is a chain of its own: the entry's words persist in order until it is acknowledged (a
-    superset of the two real outcomes, none or all, with 9 states per entry instead of 256).
-    In ``line`` order the line's chain already gives these prefixes."""
-
-    logs: tuple[int, ...]
-    log_bytes: int
-    fmt: EntryFormat
-    __name__ = "proteus_line_write"
-
-    def __call__(self, ix: Any, domain: str) -> list[Any]:
-        from crashfuzz.model import Edge
-
-        if ix.order == "line":
-            return []
-        row_of = {int(e): r for r, e in enumerate(ix.st_event.tolist())}
-        out = []
-        for t in trace_entries(ix, self.logs, self.log_bytes, self.fmt):
-            refs = [_store_ref(ix, row_of, e) for e in range(t.first, t.last + 1)]
-            for x, y in zip(refs, refs[1:], strict=False):
-                out.append(Edge(x[0], x[1], y[0], y[1], t.ack + 1))
-        return out
 
 
 @dataclass(frozen=True)

@@ -307,6 +307,9 @@ class Runtime(PersistSteps, AllocLog, BackgroundThreads):
         raise NotImplementedError
 
     # -- transactions --------------------------------------------------------------------------
+    supported_domains: ClassVar[tuple[str, ...]] = ("pdom0", "pdom1", "pdom2")
+    """Persistence domains the protocol is defined for (a hardware design may need the memory
+    controller's queues in the domain); the kill matrix skips the others."""
     durable: ClassVar[bool] = True
     """False for a volatile baseline (an upper bound with no persistence): not crash-fuzzed."""
     optimistic: ClassVar[bool] = False

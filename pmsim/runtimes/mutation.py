@@ -166,10 +166,14 @@ class Mutant:
     txs: int = 0
     """Transactions per thread that show the bug on :attr:`workload`; the kill matrix runs that
     many there (fewer crash points for a bug at the end of a run); 0: the matrix's own."""
+    params: tuple[tuple[str, Any], ...] = ()
+    """Parameters of :attr:`workload` (``(name, value)`` pairs) the kill matrix runs it with;
+    empty: the workload's small fuzzing defaults."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mutations", tuple(self.mutations))
         object.__setattr__(self, "domains", tuple(self.domains))
+        object.__setattr__(self, "params", tuple(tuple(kv) for kv in self.params))
         bad = [d for d in self.domains if d not in DOMAINS]
         if bad:
             raise ConfigError(f"mutant {self.name}: unknown domains {bad}; use {', '.join(DOMAINS)}")

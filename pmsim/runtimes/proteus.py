@@ -41,7 +41,6 @@ from ..hw.proteus import (
     BLOCK,
     END,
     EntryFormat,
-    LineWrite,
     LogBeforeData,
     LogOverflow,
     ProteusUnit,
@@ -52,7 +51,8 @@ from ..trace import Mark
 from .alloclog import ALLOC_STEPS, FreeListAlloc
 from .base import Runtime, Tx
 from .layout import PMSpec
-from .registry import register_runtime, variant
+from .mutation import Mutant, drop, patch, skip_check
+from .registry import register_mutant, register_runtime, variant
 
 FMT = EntryFormat(BLOCK // 8)
 
@@ -61,6 +61,11 @@ class ProteusTx(Tx):
     def __init__(self, rt: Runtime, cpu: Any, txid: int) -> None:
         super().__init__(rt, cpu, txid)
         self.bits: list[tuple[int, bool]] = []  # bitmap changes applied at tx-end
+
+    def pause(self) -> Any:
+        """Let other threads run once this one is ``pause_ns`` ahead: cores run in parallel,
+        and transactions under different locks overlap (their log-flushes share the LPQ)."""
+        return self.cpu.maybe_yield(self.rt.pause_ns)  # type: ignore[attr-defined]
 
     def read_words(self, obj: int, field: int, n: int) -> list[int]:
         ld = self.cpu.load
@@ -98,12 +103,13 @@ class ProteusRuntime(FreeListAlloc, Runtime):
     clear_by_core = True
     overflow_check = True
     log_first_block_only = False
+    supported_domains = ("pdom1", "pdom2")
+    pause_ns = 50.0
+    """Scheduling quantum at a body's pause points (ns)."""
 
     STEPS = {
         "proteus.log.flush": ("group", "log-load + log-flush of a store's 32-byte block before "
                               "the store (unless the LLT has it)"),
-        "proteus.log.line-write": ("edge", "a log-flush reaches the MC as one 64-byte write "
-                                   "(px86: its words persist in order, never torn out of order)"),
         "proteus.logq.stall": ("order", "O3: dispatch stalls at a log-flush while the LogQ is "
                                "full (no untracked log-flush)"),
         "proteus.o1.log-before-data": ("edge", "O1: a store is released only after its block's "
@@ -134,7 +140,7 @@ class ProteusRuntime(FreeListAlloc, Runtime):
 
     def __init__(self, machine: Any, layout: Any, costs: Any = None) -> None:
         super().__init__(machine, layout, costs)
-        if machine.config.domain == "pdom0":
+        if machine.config.domain not in self.supported_domains:
             raise ConfigError(f"{self.name} needs the memory controller's queues in the "
                               "persistence domain (card R6: ADR keeps the LPQ); use domain "
                               "'pdom1' or 'pdom2', or the 'pmem-pcommit' baseline for a volatile "
@@ -233,8 +239,6 @@ class ProteusRuntime(FreeListAlloc, Runtime):
     def edge_providers(self) -> list[Any]:
         lay = self.layout
         out: list[Any] = []
-        if not self.dropped("proteus.log.line-write"):
-            out.append(LineWrite(tuple(lay.log), lay.log_bytes, self.unit_format))
         if not (self.dropped("proteus.o1.log-before-data") or self.dropped("proteus.ack.at-accept")):
             out.append(LogBeforeData(tuple(lay.log), lay.log_bytes, self.unit_format,
                                      frozenset(self.untracked)))
@@ -304,3 +308,67 @@ PROTEUS_NOLWR = variant(ProteusRuntime, "proteus-nolwr", lwr=False,
                         OMIT_STEPS=frozenset(ALLOC_STEPS) | {"proteus.mc.flash-clear",
                                                               "proteus.mc.spill"})
 PROTEUS_TINY = variant(ProteusRuntime, "proteus-tiny", logq=2, llt_entries=2, llt_ways=1, lpq=3)
+
+
+def _set(value: Any) -> Any:
+    """A patch that replaces a class switch by ``value``."""
+    return lambda _orig: value
+
+
+PROTEUS_WRAP = type("ProteusRuntime_wrap", (ProteusRuntime,), {"name": "proteus-wrap",
+                                                               "log_slots": 4})
+"""A 4-entry log (not registered: with the overflow check a larger transaction stops the run)."""
+
+ADR = ("pdom1",)
+BOTH = ("pdom1", "pdom2")
+WIDE = (("entries", 8), ("string_words", 8), ("swaps", 2))
+"""SPS with 64-byte strings: each write spans two blocks, a transaction logs up to 8."""
+
+for _m in (
+    Mutant("proteus:X1", ProteusRuntime, (drop("proteus.o1.log-before-data"),), BOTH,
+           "a store released before its log-flush is acknowledged: the data persists without "
+           "its undo entry (torn transaction)", workload="sps", params=WIDE, txs=3),
+    Mutant("proteus:X2", ProteusRuntime, (drop("proteus.ack.at-accept"),), BOTH,
+           "a log-flush acknowledged when sent: the store goes out while the entry may still be "
+           "in flight (in the persist order, X1 again)", workload="sps", params=WIDE, txs=3),
+    Mutant("proteus:X3", PROTEUS_TINY, (drop("proteus.logq.stall"),), BOTH,
+           "no dispatch stall on a full LogQ: the log-flush goes out untracked and the store "
+           "after it finds no entry to wait for", needs="more log-flushes in flight than the "
+           "LogQ holds", workload="sps", params=WIDE, txs=3),
+    Mutant("proteus:X5", PROTEUS_TINY, (skip_check("proteus.recover.earliest"),), BOTH,
+           "recovery restores a block from its latest duplicate: the transaction's own update "
+           "is 'restored'", needs="a block logged twice in one transaction (LLT eviction)",
+           workload="sps", params=(("entries", 3), ("string_words", 4), ("swaps", 3)), txs=2),
+    Mutant("proteus:X6", ProteusRuntime, (drop("proteus.llt.clear"),), BOTH,
+           "the LLT survives tx-end: the next transaction's first store to a block logged by "
+           "the previous one is not logged", workload="queue", txs=6),
+    Mutant("proteus:X7", ProteusRuntime, (drop("proteus.end.fence"),), ADR,
+           "tx-end does not wait for the data's clwb: the log is flash-cleared while the data "
+           "may still be in the caches", workload="swap", txs=3),
+    Mutant("proteus:X8", ProteusRuntime, (patch("end_before_data", _set(True), "END first"),),
+           ADR, "END (and the flash clear) before the data is durable: recovery accepts a torn "
+           "transaction", workload="swap", txs=3),
+    Mutant("proteus:X9", PROTEUS_TINY, (patch("end_discard_at", _set("begin"),
+                                              "END dropped at tx-begin"),), BOTH,
+           "the END entry dropped at the next tx-begin, not when the next transaction's first "
+           "entry arrives: a committed transaction whose entries spilled to NVM is rolled back",
+           needs="LPQ overflow (a transaction with more entries than the LPQ)", workload="bigtx", txs=2),
+    Mutant("proteus:X10", ProteusRuntime, (patch("clear_by_core", _set(False),
+                                                 "flash clear by txID"),), BOTH,
+           "flash clear keyed on txID only: another core's in-flight transaction with the same "
+           "txID loses its undo entries", needs="two threads in transactions at once", threads=2,
+           workload="bank", params=(("accounts", 64),), txs=6),
+    Mutant("proteus:X12", PROTEUS_TINY, (drop("proteus.mc.spill"),), BOTH,
+           "a full LPQ drops its oldest entry instead of writing it to NVM: a large transaction "
+           "loses undo entries", needs="LPQ overflow", workload="bigtx", txs=2),
+    Mutant("proteus:X13", ProteusRuntime, (patch("log_first_block_only", _set(True),
+                                                 "first block only"),), BOTH,
+           "a store spanning 32-byte blocks logs only its first block: the others are torn",
+           needs="multi-block writes", workload="sps", params=WIDE, txs=3),
+    Mutant("proteus:X16", PROTEUS_WRAP, (patch("overflow_check", _set(False), "no overflow "
+                                               "exception"),), BOTH,
+           "the circular log wraps over the current transaction: its earliest undo entries are "
+           "lost", needs="a transaction with more entries than the log", workload="sps",
+           params=WIDE, txs=3),
+):
+    register_mutant(_m)

@@ -13,6 +13,7 @@ from .array import Array, ArrayRAW
 from .avl import AVL
 from .bank import Bank
 from .base import WORKLOADS, Model, Workload, get_workload, register_workload
+from .bigtx import BigTx
 from .btree import BTree
 from .empty import Empty
 from .hashmap import HashMap
@@ -29,4 +30,4 @@ from .ycsb import YCSB, Zipfian
 __all__ = ["KV", "WORKLOADS", "AllocX", "Array", "ArrayRAW", "Bank", "Model", "Recovered",
            "Session", "Workload", "get_workload", "register_workload"]
 __all__ += ["SPS", "TATP", "TPCC", "YCSB", "Queue", "Swap", "Zipfian"]
-__all__ += ["AVL", "BTree", "Empty", "HashMap", "HashTable", "RBTree"]
+__all__ += ["AVL", "BigTx", "BTree", "Empty", "HashMap", "HashTable", "RBTree"]

@@ -243,6 +243,7 @@ BUILTIN: tuple[str, ...] = (
     "array",
     "avl",
     "bank",
+    "bigtx",
     "btree",
     "empty",
     "hashmap",

@@ -32,7 +32,7 @@ def _check(name: str, domains: tuple[str, ...]) -> None:
     assert any(r.killed for r in rows) or all(not r.expected_kill for r in rows)
 
 
-SLOW_SURVIVAL = {"loc:M16"}
+SLOW_SURVIVAL = {"loc:M16", "proteus:X7", "proteus:X8"}
 """Mutants whose survival in PDOM-2 takes minutes to show (every trial workload, run to the end,
 with the LOC log's non-temporal writes open until each window's fence): checked only in the slow
 suite."""
