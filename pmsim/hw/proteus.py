@@ -314,7 +314,7 @@ class ProteusUnit:
         while len(self.lpq) >= self.lpq_size:
             _, old = self.lpq.popitem(last=False)
             if self.lwr:
-                if self.owner.dropped("proteus.mc.spill"):
+                if not self.owner.hw_step(old.tid, "proteus.mc.spill"):
                     self._restore(old.tid, old)
                     continue
                 arrive = max(arrive, self._to_nvm(old, arrive))
@@ -378,7 +378,7 @@ class ProteusUnit:
             self.counts.llt_hits += 1
             return
         self.drain_acks(cpu)
-        if len(c.logq) >= self.logq_size and not self.owner.dropped("proteus.logq.stall"):
+        if len(c.logq) >= self.logq_size and self.owner.hw_step(c.tid, "proteus.logq.stall"):
             t0 = cpu.clock
             first = min(x.ack for x in c.logq)
             cpu.work(max(0.0, first - t0))
@@ -408,7 +408,7 @@ class ProteusUnit:
         line = LogLine(c.tid, c.txid, c.seq, slot, addr, words, 0.0)
         arrive = cpu.clock + self.rtt / 2
         line.ack = self._accept(line, arrive) + self.rtt / 2
-        if self.owner.dropped("proteus.ack.at-accept"):
+        if not self.owner.hw_step(c.tid, "proteus.ack.at-accept"):
             line.ack = cpu.clock
         if untracked:
             self.owner.untracked.add((c.tid, c.txid, c.seq))
@@ -434,7 +434,7 @@ class ProteusUnit:
         """Wait for every acknowledgement, persist the data (``flush``, ``fence``), send
         TX_END: END on the last entry, flash-clear the others, clear the LLT (§3.4)."""
         c = self.cores[cpu.tid]
-        if end_wait and c.logq and not self.owner.dropped("proteus.end.wait-acks"):
+        if end_wait and c.logq and self.owner.hw_step(c.tid, "proteus.end.wait-acks"):
             t = max(x.ack for x in c.logq)
             if t > cpu.clock:
                 self.counts.end_stall_ns += t - cpu.clock
@@ -449,7 +449,7 @@ class ProteusUnit:
             fence()
             cpu.work(2 * self.mc_ns)
             self._mc_end(cpu, c)
-        if not self.owner.dropped("proteus.llt.clear"):
+        if self.owner.hw_step(c.tid, "proteus.llt.clear"):
             c.llt.clear()
         c.in_tx = False
 
@@ -458,7 +458,7 @@ class ProteusUnit:
         if not c.lines:
             return
         last = c.lines[-1]
-        if not self.owner.dropped("proteus.mc.end-mark"):
+        if self.owner.hw_step(c.tid, "proteus.mc.end-mark"):
             k = self.fmt.end_word(last.words)
             last.words[k] |= END
             self.dev(c.tid, last.addr + 8 * k, last.words[k], 1)
@@ -466,7 +466,7 @@ class ProteusUnit:
             if last.state == "nvm":
                 self.nvm[last.addr] = list(last.words)
                 self.counts.log_writes += 1
-        if self.lwr and not self.owner.dropped("proteus.mc.flash-clear"):
+        if self.lwr and self.owner.hw_step(c.tid, "proteus.mc.flash-clear"):
             if self.owner.clear_by_core:
                 victims = [x for x in c.lines if x.state == "lpq"]
             else:  # mutant X10: any core's entries with this txID

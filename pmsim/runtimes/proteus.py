@@ -183,7 +183,7 @@ class ProteusRuntime(FreeListAlloc, Runtime):
     def _write(self, tx: Tx, addr: int, values: Sequence[int]) -> None:
         cpu = tx.cpu
         unit = self.unit
-        log = not self.dropped("proteus.log.flush")
+        log = self.hw_step(cpu.tid, "proteus.log.flush")
         first = addr & ~(BLOCK - 1)
         try:
             for i, v in enumerate(values):

@@ -299,6 +299,17 @@ class PersistSteps:
         instruction, learns it is off)."""
         return self.hook is not None and name in self.hook.drop
 
+    def hw_step(self, tid: int, name: str) -> bool:
+        """A step the simulated hardware takes for thread ``tid`` (no Cpu instruction: a
+        Proteus LPQ flash clear, an LLT clear): logged like any step, False when a mutation
+        drops it (the hardware model then leaves it out)."""
+        h = self.hook
+        if h is None:
+            return True
+        if h.log is not None:
+            h.log.append((h.trace_len() if h.trace_len else -1, tid, name))
+        return name not in h.drop
+
     def check(self, name: str) -> bool:
         """Whether recovery makes the named check (False when a mutation skips it)."""
         return self.hook is None or name not in self.hook.skip
