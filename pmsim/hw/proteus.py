@@ -212,6 +212,7 @@ class ProteusCounts:
     lpq_occ_sum: int = 0
     lpq_samples: int = 0
     overflows: int = 0
+    switches: int = 0
 
 
 class LogOverflow(Exception):
@@ -478,6 +479,28 @@ class ProteusUnit:
             self._restore(c.tid, last)
         else:
             c.end_line = last
+
+    def context_switch(self, cpu: Any) -> None:
+        """The OS deschedules the thread inside a transaction (card §5, ``log-save``): drain the
+        LogQ, have the MC write this transaction's LPQ entries to NVM (the switch may be long),
+        clear the LLT. The saved registers (txID, log bounds, cur-log) are the core state kept
+        here; a rescheduled thread at worst logs duplicates, which recovery resolves (O6)."""
+        c = self.cores[cpu.tid]
+        self.counts.switches += 1
+        if c.logq:
+            t = max(x.ack for x in c.logq)
+            if t > cpu.clock:
+                cpu.work(t - cpu.clock)
+        self.drain_acks(cpu, float("inf"))
+        if self.owner.hw_step(c.tid, "proteus.switch.write-back"):
+            done = cpu.clock
+            for line in c.lines:
+                if line.state == "lpq":
+                    del self.lpq[line.addr]
+                    done = max(done, self._to_nvm(line, cpu.clock))
+            cpu.work(done - cpu.clock)
+        if self.owner.hw_step(c.tid, "proteus.switch.llt-clear"):
+            c.llt.clear()
 
     def abort_restore(self, cpu: Any) -> None:
         """A user abort: store the logged old data back (inside the transaction)."""

@@ -12,6 +12,8 @@ TX_END, whose processing at the memory controller is the commit point, clear the
 * ``proteus-nolwr``: every log line drains to NVM; nothing is cleared (Proteus+NoLWR).
 * ``proteus-tiny`` (fuzzing): LogQ 2, a 2-entry direct-mapped LLT and a 3-entry LPQ, so LogQ
   stalls, duplicate entries after LLT evictions and LPQ spills to NVM happen in small runs.
+* ``proteus-switch`` (fuzzing): a context switch every three logged stores (card §5: LogQ
+  drained, the transaction's LPQ entries written to NVM, the LLT cleared).
 
 Locks serialise transactions (the workloads' per-structure locks). Allocation is not logged in
 the paper ("assumed failure-safe"); here a block's bitmap bit changes inside the transaction
@@ -61,6 +63,7 @@ class ProteusTx(Tx):
     def __init__(self, rt: Runtime, cpu: Any, txid: int) -> None:
         super().__init__(rt, cpu, txid)
         self.bits: list[tuple[int, bool]] = []  # bitmap changes applied at tx-end
+        self.stores = 0  # logged stores, for context switches
 
     def pause(self) -> Any:
         """Let other threads run once this one is ``pause_ns`` ahead: cores run in parallel,
@@ -104,6 +107,9 @@ class ProteusRuntime(FreeListAlloc, Runtime):
     overflow_check = True
     log_first_block_only = False
     supported_domains = ("pdom1", "pdom2")
+    switch_every = 0
+    """Context switches (card §5): one after every this many logged stores of a transaction
+    (0: none, as in the paper's runs)."""
     pause_ns = 50.0
     """Scheduling quantum at a body's pause points (ns)."""
 
@@ -125,6 +131,9 @@ class ProteusRuntime(FreeListAlloc, Runtime):
                                    "LPQ entries (log-write removal)"),
         "proteus.llt.clear": ("group", "tx-end clears the LLT"),
         "proteus.mc.spill": ("group", "a full LPQ writes its oldest entry to NVM"),
+        "proteus.switch.write-back": ("group", "context switch: the MC writes the "
+                                      "transaction's LPQ entries to NVM"),
+        "proteus.switch.llt-clear": ("group", "context switch: clear the LLT"),
         "proteus.recover.undo": ("group", "recovery: write back the earliest entry of each "
                                  "block of an unfinished transaction; clwb"),
         "proteus.recover.fence": ("order", "recovery: the undone blocks durable before END"),
@@ -192,6 +201,10 @@ class ProteusRuntime(FreeListAlloc, Runtime):
                 if log and (block == first or not self.log_first_block_only):
                     unit.log_block(cpu, block)
                 unit.store(cpu, a, int(v))
+                if self.switch_every:
+                    tx.stores += 1  # type: ignore[attr-defined]
+                    if tx.stores % self.switch_every == 0:  # type: ignore[attr-defined]
+                        unit.context_switch(cpu)
         except LogOverflow as e:
             raise ConfigError(f"{e}: raise PMSpec.max_tx_words or the runtime's log_slots") from None
 
@@ -249,7 +262,7 @@ class ProteusRuntime(FreeListAlloc, Runtime):
         return {"log_flushes": c.log_flushes, "llt_hits": c.llt_hits,
                 "log_writes": c.log_writes, "log_removed": c.removed, "end_marks": c.end_marks,
                 "logq_stall_ns": c.logq_stall_ns, "end_stall_ns": c.end_stall_ns,
-                "o1_waits": c.o1_waits, "lpq_max": c.lpq_max,
+                "o1_waits": c.o1_waits, "lpq_max": c.lpq_max, "switches": c.switches,
                 "lpq_occ_mean": c.lpq_occ_sum / c.lpq_samples if c.lpq_samples else 0.0}
 
     # -- format and recovery ---------------------------------------------------------------------
@@ -308,6 +321,8 @@ PROTEUS_NOLWR = variant(ProteusRuntime, "proteus-nolwr", lwr=False,
                         OMIT_STEPS=frozenset(ALLOC_STEPS) | {"proteus.mc.flash-clear",
                                                               "proteus.mc.spill"})
 PROTEUS_TINY = variant(ProteusRuntime, "proteus-tiny", logq=2, llt_entries=2, llt_ways=1, lpq=3)
+PROTEUS_SWITCH = variant(ProteusRuntime, "proteus-switch", switch_every=3, fuzz_variant=True)
+"""Fuzzing: a context switch every three logged stores (LPQ write-back, duplicates)."""
 
 
 def _set(value: Any) -> Any:

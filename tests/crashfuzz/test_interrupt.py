@@ -114,7 +114,7 @@ def test_fuzz_raises_interrupted_with_what_finished(shards: int) -> None:
 
     def progress(done: int, total: int) -> None:
         seen.append(done)
-        if done == 2:
+        if done >= 2:  # two shards may finish in one wait: 1 -> 3
             raise KeyboardInterrupt
 
     with ThreadPoolExecutor(2) as ex, pytest.raises(Interrupted) as info:
@@ -122,5 +122,5 @@ def test_fuzz_raises_interrupted_with_what_finished(shards: int) -> None:
     rep = info.value.report
     assert isinstance(info.value, KeyboardInterrupt)
     assert rep.partial and not rep.ok and rep.failures
-    assert rep.points == 2 * CHUNK_POINTS < rep.points_planned
-    assert "PARTIAL: interrupted after 32 of" in rep.summary()
+    assert rep.points == seen[-1] * CHUNK_POINTS < rep.points_planned
+    assert f"PARTIAL: interrupted after {rep.points} of" in rep.summary()

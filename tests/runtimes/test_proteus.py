@@ -16,7 +16,7 @@ from pmsim.runtimes.registry import get_runtime
 from pmsim.trace import Ev
 from pmsim.workloads import Session
 
-RUNTIMES = ("proteus", "proteus-nolwr", "proteus-tiny")
+RUNTIMES = ("proteus", "proteus-nolwr", "proteus-tiny", "proteus-switch")
 WORKLOADS = ("queue", "hashmap", "swap", "avl", "btree", "rbtree")
 FMT = EntryFormat(4)
 
@@ -93,6 +93,15 @@ def test_log_write_removal_and_noLWR_write_counts() -> None:
     assert tiny["log_writes"] > 0 and tiny["lpq_max"] == 3
 
 
+def test_context_switch_writes_the_transaction_back_and_clears_the_llt() -> None:
+    """Card §5: after a switch the LPQ holds none of the transaction's entries (they are in
+    NVM) and the LLT is empty, so the resumed thread logs duplicates."""
+    c = session("proteus-switch", "bigtx", txs=3, elements=8).runtime.counters()
+    plain = session("proteus", "bigtx", txs=3, elements=8).runtime.counters()
+    assert c["switches"] > 0 and c["log_writes"] > 0 and plain["log_writes"] == 0
+    assert c["log_flushes"] > plain["log_flushes"]  # duplicates after the LLT clears
+
+
 def test_the_llt_filters_repeat_logging() -> None:
     c = session("proteus", "bigtx", txs=4).runtime.counters()
     assert c["llt_hits"] > 0
@@ -165,7 +174,7 @@ def _fuzz(rt: str, wl: str, domain: str, order: str, txs: int, threads: int = 1
     ("proteus", "hashmap", "pdom1", "px86", 1), ("proteus", "swap", "pdom1", "line", 2),
     ("proteus", "queue", "pdom2", "px86", 2), ("proteus-tiny", "bigtx", "pdom1", "line", 1),
     ("proteus-tiny", "swap", "pdom2", "px86", 2), ("proteus-nolwr", "hashmap", "pdom1", "line", 2),
-    ("proteus", "rbtree", "pdom1", "line", 1),
+    ("proteus", "rbtree", "pdom1", "line", 1), ("proteus-switch", "swap", "pdom1", "px86", 2),
 ])
 def test_crash_fuzzing_finds_nothing(rt: str, wl: str, domain: str, order: str,
                                      threads: int) -> None:
