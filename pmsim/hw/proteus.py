@@ -549,8 +549,6 @@ def trace_entries(ix: Any, logs: Sequence[int], log_bytes: int, fmt: EntryFormat
     out = []
     for e in issued:
         a0 = int(addr[e]) - 8 * k
-        if e < n - 1:
-            continue
         words = [0] * n
         words[k] = int(val[e])
         for j in range(e - n + 1, e):

@@ -34,7 +34,7 @@ MUTANTS: dict[str, Mutant] = {}
 
 BUILTIN = ("undo", "redo", "cow", "stm", "htm", "dudetx", "dudetx_variants", "dudetx_htm", "mnemosyne",
            "nvml", "dudetx_paging", "dudetx_combine", "nvhtm",
-           "locks", "dudetx_locks", "phtm", "pstm", "swal", "loc", "pmem", "proteus")
+           "locks", "dudetx_locks", "phtm", "pstm", "swal", "loc", "pmem", "proteus", "atom")
 """Modules of pmsim.runtimes imported (for their registrations) before a name is looked up."""
 
 

@@ -77,7 +77,7 @@ def test_compare_prints_every_column(capsys, tmp_path) -> None:
     (["reproduce", "marath"], "unknown paper 'marath'. Did you mean 'marathe'?"),
     (["reproduce", "marathe", "--only", "fig9"], "unknown experiment 'fig9'"),
     (["reproduce", "marathe", "--scale", "0"], "--scale"),
-    (["compare", "--runtimes", "undo,bogus"], "Known runtimes: cow"),
+    (["compare", "--runtimes", "undo,bogus"], "Known runtimes: atom, cow"),
     (["compare", "--workloads", "tpcx"], "Known workloads:"),
     (["compare", "--domains", "pdom3"], "Known domains: pdom0, pdom1, pdom2"),
     (["compare", "--machine", "x86"], "unknown machine 'x86'"),

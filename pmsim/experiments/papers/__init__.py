@@ -4,5 +4,5 @@ A module defines ``PAPER = Paper(...)`` and ends with ``register_paper(PAPER)``;
 paper is that module plus its name in :data:`BUILTIN`.
 """
 
-BUILTIN: tuple[str, ...] = ("marathe", "dudetx", "nvhtm", "loc")
+BUILTIN: tuple[str, ...] = ("marathe", "dudetx", "nvhtm", "loc", "proteus")
 """Paper modules imported (for their registrations) before a paper is looked up."""
