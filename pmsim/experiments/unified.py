@@ -120,6 +120,8 @@ class Unified:
         for rt in self.runtimes:
             for wl in self.workloads:
                 for d in self.domains:
+                    if not _supports(rt, d):
+                        continue
                     pre, machine = self.preset(d)
                     out.append({"paper": "", "experiment": "unified", "runtime": rt,
                                 "workload": wl, "preset": pre, "threads": self.threads,
@@ -132,7 +134,7 @@ class Unified:
         """Campaigns for the durable runtimes (a volatile baseline has nothing to fuzz)."""
         return [{"runtime": rt, "workload": wl, "domain": d, "threads": 1, "seed": self.seed,
                  **FUZZ} for rt in self.runtimes if _durable(rt) for wl in self.workloads
-                for d in self.domains]
+                for d in self.domains if _supports(rt, d)]
 
     def describe(self) -> str:
         fam = MACHINES.get(self.machine)
@@ -148,6 +150,13 @@ def _durable(runtime: str) -> bool:
     from ..runtimes.registry import get_runtime
 
     return get_runtime(runtime).durable
+
+
+def _supports(runtime: str, domain: str) -> bool:
+    """Whether the protocol is defined in ``domain`` (Proteus and ATOM need ADR or eADR)."""
+    from ..runtimes.registry import get_runtime
+
+    return domain in get_runtime(runtime).supported_domains
 
 
 def fuzz_point(point: Mapping[str, Any]) -> dict[str, Any]:
@@ -253,7 +262,8 @@ def run_unified(u: Unified, **sweep: Any) -> tuple[list[dict[str, Any]], str]:
                       "output), not recomputed")
         else:
             names = sorted(m for m, mm in MUTANTS.items() if mm.base_name in u.runtimes)
-            pts = [{"mutant": m, "domain": d} for m in names for d in u.domains]
+            pts = [{"mutant": m, "domain": d} for m in names for d in u.domains
+                   if _supports(MUTANTS[m].base_name, d)]
             kill_rows = run_points(pts, kill_point, label="kill matrix", **sweep)
             source = "computed by crashfuzz.mutants.kill_matrix (default base config) in this run"
         counts = kill_counts(kill_rows)
