@@ -36,3 +36,14 @@ def test_a_file_path_runs(tmp_path: Path) -> None:
 def test_a_class_with_unknown_parameters_fails() -> None:
     with pytest.raises(ConfigError, match="Known kv parameters"):
         run_experiment("undo", KV, txs=1, params={"nokeys": 3})
+
+
+def test_demo_runs_every_protocol_on_one_machine() -> None:
+    """`pmsim demo`'s second table: each seed paper's protocol and baselines, one row each."""
+    from pmsim.experiments.compare import ALL_PROTOCOLS, protocols_table, run_protocols
+
+    results = run_protocols(txs=20, warmup=5)
+    assert [r.runtime for r in results] == [rt for rt, _ in ALL_PROTOCOLS]
+    assert all(r.throughput > 0 and r.domain == "pdom1" for r in results)
+    table = protocols_table(results)
+    assert "Proteus" in table and "vs_best" in table
