@@ -1,6 +1,8 @@
 """Runtime throughput: simulated transactions per wall-clock second for undo, redo and COW on
 Array with 10 read-write slots per transaction, plus the simulated figures (latency,
-throughput, persist barriers per transaction against the spec card).
+throughput, persist barriers per transaction against the spec card); then the runtimes whose
+hardware pmsim models beside the engine (Proteus, ATOM, LOC) and their software baselines on the
+chained hash map, whose per-store Python work (LLT, LogQ, LPQ, versions) bounds their speed.
 
 Run ``python benchmarks/bench_runtimes.py`` (``--quick`` for a short run). Wall-clock rates are
 this host's; simulated figures are deterministic.
@@ -46,6 +48,21 @@ def main() -> None:
                     "flush_per_tx": r.flush_per_tx, "pm_B_per_tx": r.pm_bytes_per_tx,
                 })
     print(format_table(rows))
+    hw = []
+    cfg = preset("optane-adr").replace(cores=1)
+    for backend in backends:
+        for rt in ("proteus", "proteus-nolwr", "atom", "pmem", "loc", "hwal", "undo"):
+            n = txs if backend == "c" else max(50, txs // 10)
+            r = run_experiment(rt, "hashmap", cfg, txs=n, warmup=n // 10, backend=backend)
+            hw.append({"backend": backend, "runtime": rt, "sim_tx_per_wall_s": r.tx_per_wall_s,
+                       "lat_p50_ns": r.lat_p50, "sim_ktx_per_s": r.throughput / 1e3,
+                       "pm_B_per_tx": r.pm_bytes_per_tx,
+                       "lpq_nvm_lines_per_tx": (r.counters.get("log_writes", 0.0) / max(r.commits, 1)
+                                                if rt.startswith("proteus") else 0.0)})
+    print(f"# hash map (chained), optane-adr, 1 thread, {txs} measured transactions on C; "
+          "pm_B_per_tx is what the engine wrote (ATOM's log included), lpq_nvm_lines_per_tx "
+          "the log lines Proteus's LPQ wrote to NVM beside it")
+    print(format_table(hw))
 
 
 if __name__ == "__main__":
