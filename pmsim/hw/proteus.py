@@ -386,7 +386,8 @@ class ProteusUnit:
             self.counts.logq_stall_ns += max(0.0, first - t0)
             self.drain_acks(cpu)
         untracked = len(c.logq) >= self.logq_size
-        data = [cpu.load(block + 8 * i) for i in range(self.fmt.data_words)]
+        # log-load: one 32-byte access (timed once), the block's words read with it
+        data = [cpu.load(block)] + self.m.pm_words(block + 8, self.fmt.data_words - 1).tolist()
         if c.seq >= c.slots - 1 and self.owner.overflow_check:
             self.counts.overflows += 1
             raise LogOverflow(f"thread {c.tid}: transaction {c.txid} needs more than "
