@@ -164,10 +164,10 @@ def test_c_and_python_engines_agree(rt: str) -> None:
     assert a.runtime.counters() == b.runtime.counters()
 
 
-def _fuzz(rt: str, wl: str, domain: str, order: str, txs: int, threads: int = 1
-          ) -> crashfuzz.Report:
+def _fuzz(rt: str, wl: str, domain: str, order: str, txs: int, threads: int = 1,
+          **params: object) -> crashfuzz.Report:
     return crashfuzz.fuzz(runtime=rt, workload=wl, domain=domain, order=order, txs=txs,
-                          threads=threads)
+                          threads=threads, params=tuple(params.items()))
 
 
 @pytest.mark.parametrize(("rt", "wl", "domain", "order", "threads"), [
@@ -180,7 +180,7 @@ def test_crash_fuzzing_finds_nothing(rt: str, wl: str, domain: str, order: str,
                                      threads: int) -> None:
     """The default suite's share (exhaustive at every point); test_long_campaign runs the
     whole matrix."""
-    rep = _fuzz(rt, wl, domain, order, 4, threads)
+    rep = _fuzz(rt, wl, domain, order, 4, threads, **({"elements": 8} if wl == "bigtx" else {}))
     assert rep.ok, rep.failures[0].summary()
     assert rep.points_sampled == 0
 
