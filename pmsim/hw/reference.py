@@ -864,19 +864,7 @@ class FunctionalEngine:
     def ntstore(self, tid: int, addr: int, value: int) -> None:
         self._write(tid, addr, value, Ev.NTSTORE, "ntstores")
 
-    def devwrite(self, tid: int, addr: int, value: int, drained: int = 0) -> None:
-        """A write by a device beside the caches (the memory controller's log pending queue of
-        Proteus/ATOM): PM takes the value and the trace an NTSTORE (aux 0 issued, 1 drained);
-        no time, no cache or WPQ work, no counters (the device's model keeps its own)."""
-        r, w = self.mem.locate(addr)
-        check_tid(self.cfg, tid)
-        if r != self.mem.pm_index:
-            raise ConfigError(f"devwrite: address {addr:#x} is not in PM; a device write goes to "
-                              "the persistent log area")
-        if value.__class__ is not int or not 0 <= value <= U64:
-            value = as_word(value)
-        self.mem.arrays[r][w] = value
-        self._emit(Ev.NTSTORE, tid, 1 if drained else 0, int(addr), value)
+    devwrite = PyEngine.devwrite  # PM and the trace only: the same in both engines
 
     def _flush(self, tid: int, addr: int, kind: Ev) -> None:
         if addr.__class__ is not int:

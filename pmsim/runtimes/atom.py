@@ -23,45 +23,33 @@ on arrival): PDOM-1 (ADR) or PDOM-2 (eADR). PDOM-0 is refused.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
-import simpy
-
 from ..config import LINE
-from ..errors import ConfigError
 from ..hw.atom import FMT, META, TRACKING, AtomUnit
-from ..hw.proteus import VALID, EntryFormat, LogBeforeData, LogOverflow, decode_log, undo_plan
-from ..trace import Mark
-from .alloclog import ALLOC_STEPS, FreeListAlloc
-from .base import Runtime, Tx
-from .layout import PMSpec
+from ..hw.proteus import VALID, EntryFormat, LogBeforeData, undo_plan
+from .base import Tx
+from .hwundo import HwUndoRuntime
 from .mutation import Mutant, delay, drop
-from .proteus import ProteusTx
 from .registry import register_mutant, register_runtime
 
 
-def _round(n: int, to: int) -> int:
-    return -(-n // to) * to
-
-
 @register_runtime
-class AtomRuntime(FreeListAlloc, Runtime):
+class AtomRuntime(HwUndoRuntime):
     """ATOM as the Proteus card models it (§8, §11)."""
 
     name = "atom"
     family = "atom"
     unit_format: ClassVar[EntryFormat] = FMT
+    pad = LINE
+    domain_reason = ("the memory controller's write queue in the persistence domain (a posted "
+                     "log is complete on arrival)")
     tracking = TRACKING
     """Entries per transaction the memory controller's tracking table holds."""
-    log_slots = 0
-    """Entries in each thread's circular log (0: room for two of the largest transactions)."""
     overflow_check = True
     end_entry_last = True
     """Truncation invalidates the END entry last (False: first, a broken order for tests)."""
-    supported_domains = ("pdom1", "pdom2")
-    pause_ns = 50.0
-    """Scheduling quantum at a body's pause points (ns)."""
 
     STEPS = {
         "atom.log.create": ("group", "at a store's retirement, the hardware logs its line's old "
@@ -88,102 +76,25 @@ class AtomRuntime(FreeListAlloc, Runtime):
         "atom.recover.truncate-end": ("group", "recovery: invalidate the END entries; clwb"),
         "atom.recover.fence-end": ("order", "recovery: the log empty before recovery returns"),
     }
-    OMIT_STEPS = frozenset(ALLOC_STEPS)
     CHECKS = {
         "atom.recover.whole-entry": "ignore an entry whose checksum fails (a log write that had "
                                     "not arrived whole)",
     }
 
-    def __init__(self, machine: Any, layout: Any, costs: Any = None) -> None:
-        super().__init__(machine, layout, costs)
-        if machine.config.domain not in self.supported_domains:
-            raise ConfigError(f"{self.name} needs the memory controller's write queue in the "
-                              "persistence domain (a posted log is complete on arrival); use "
-                              "domain 'pdom1' or 'pdom2'")
-        self.unit = AtomUnit(self, machine, layout.log, self._slots(layout.spec),
-                             self.unit_format, tracking=self.tracking)
-        self._alloc_lock = simpy.Resource(machine.env, 1) if layout.threads > 1 else None
-
-    # -- layout ------------------------------------------------------------------------------
-    @classmethod
-    def obj_bytes(cls, words: int) -> int:
-        return _round(8 * words, LINE)
-
-    @classmethod
-    def static_stride(cls, words: int) -> int:
-        return _round(8 * words, LINE)
-
-    @classmethod
-    def _slots(cls, spec: PMSpec) -> int:
-        if cls.log_slots:
-            return cls.log_slots
-        per_tx = spec.max_tx_words + spec.max_tx_writes + 2 * spec.max_tx_allocs + 2
-        return 2 * per_tx + 2
-
-    @classmethod
-    def log_bytes(cls, spec: PMSpec) -> int:
-        return cls._slots(spec) * cls.unit_format.nbytes
-
-    def _new_tx(self, cpu: Any, txid: int) -> Tx:
-        return ProteusTx(self, cpu, txid)
+    def _make_unit(self, machine: Any, layout: Any, slots: int) -> AtomUnit:
+        return AtomUnit(self, machine, layout.log, slots, self.unit_format,
+                        tracking=self.tracking)
 
     # -- transactions --------------------------------------------------------------------------
-    def _begin(self, tx: Tx) -> None:
-        tx.cpu.work(self.costs.call_ns)
-        self.unit.tx_begin(tx.cpu)
-
-    def _write(self, tx: Tx, addr: int, values: Sequence[int]) -> None:
+    def _log_stores(self, tx: Tx, addr: int, values: Sequence[int]) -> None:
         cpu = tx.cpu
         unit = self.unit
         log = not self.dropped("atom.log.create")
-        try:
-            for i, v in enumerate(values):
-                a = addr + 8 * i
-                if log:
-                    unit.log_line(cpu, a & ~(LINE - 1))
-                unit.store(cpu, a, int(v))
-        except LogOverflow as e:
-            raise ConfigError(f"{e}: raise PMSpec.max_tx_words or the runtime's log_slots") from None
-
-    def _set_bit(self, tx: Tx, block: int, allocated: bool) -> None:
-        """Recorded now, stored (logged) at tx-end under the allocator lock."""
-        tx.bits.append((block, allocated))  # type: ignore[attr-defined]
-
-    def _apply_bits(self, tx: ProteusTx) -> None:
-        for block, allocated in tx.bits:
-            word, mask = self.heap.bit_of(block)
-            old = tx.cpu.load(word)
-            self._write(tx, word, [old | mask if allocated else old & ~mask])
-
-    def _tx_end(self, tx: Tx) -> None:
-        cpu = tx.cpu
-        self.unit.tx_end(cpu, lambda lines: self.flush(cpu, "atom.end.flush", lines),
-                         lambda: self.fence(cpu, "atom.end.fence"))
-
-    def commit(self, tx: Tx) -> Generator[Any, Any, None]:
-        """Apply the bitmap changes, tx-end (the commit point at the MC), then unlock."""
-        self._check_live(tx)
-        assert isinstance(tx, ProteusTx)
-        req = None
-        if tx.bits and self._alloc_lock is not None:
-            req = yield from tx.cpu.acquire(self._alloc_lock)
-        self._apply_bits(tx)
-        tx.cpu.mark(Mark.TX_COMMIT, tx.txid)
-        self._tx_end(tx)
-        self.end_steps(tx.tid)
-        self.commits += 1
-        self.commit_order.append(tx.txid)
-        tx.cpu.mark(Mark.TX_DURABLE, tx.txid)
-        if req is not None:
-            yield from tx.cpu.release(self._alloc_lock, req)
-        self._release_frees(tx)
-        yield from self._finish(tx)
-
-    def _abort(self, tx: Tx) -> None:
-        """Store the logged old values back, then end the transaction (END commits nothing)."""
-        self.unit.abort_restore(tx.cpu)
-        self._tx_end(tx)
-        self._return_allocs(tx)
+        for i, v in enumerate(values):
+            a = addr + 8 * i
+            if log:
+                unit.log_line(cpu, a & ~(LINE - 1))
+            unit.store(cpu, a, int(v))
 
     # -- the hardware's ordering for the crash-state model ---------------------------------------
     def edge_providers(self) -> list[Any]:
@@ -201,20 +112,7 @@ class AtomRuntime(FreeListAlloc, Runtime):
                 "tracking_overflows": c.tracking_overflows, "wpq_merged": c.wpq_merged,
                 "retire_stalls": c.retire_stalls, "retire_stall_ns": c.retire_stall_ns}
 
-    # -- format and recovery ---------------------------------------------------------------------
-    def format(self, cpu: Any = None) -> None:
-        super().format(cpu)
-        self.unit.load()
-
-    def _load(self) -> None:
-        super()._load()
-        self.unit.load()
-
-    def _entries(self, tid: int) -> list[Any]:
-        lay = self.layout
-        words = self.m.pm_words(lay.log[tid], lay.log_bytes // 8).tolist()
-        return decode_log(words, self.unit_format, self.check("atom.recover.whole-entry"))
-
+    # -- recovery -------------------------------------------------------------------------------
     def _invalidate(self, c: Any, tid: int, entries: Sequence[Any]) -> None:
         base = self.layout.log[tid]
         for e in entries:

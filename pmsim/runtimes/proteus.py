@@ -32,65 +32,37 @@ where the memory controller's queues are volatile, is refused.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
-import simpy
-
 from ..config import LINE
-from ..errors import ConfigError
 from ..hw.proteus import (
     BLOCK,
     END,
     EntryFormat,
     LogBeforeData,
-    LogOverflow,
     ProteusUnit,
-    decode_log,
     undo_plan,
 )
-from ..trace import Mark
-from .alloclog import ALLOC_STEPS, FreeListAlloc
-from .base import Runtime, Tx
-from .layout import PMSpec
+from .alloclog import ALLOC_STEPS
+from .base import Tx
+from .hwundo import HwUndoRuntime
 from .mutation import Mutant, drop, patch, skip_check
 from .registry import register_mutant, register_runtime, variant
 
 FMT = EntryFormat(BLOCK // 8)
 
 
-class ProteusTx(Tx):
-    def __init__(self, rt: Runtime, cpu: Any, txid: int) -> None:
-        super().__init__(rt, cpu, txid)
-        self.bits: list[tuple[int, bool]] = []  # bitmap changes applied at tx-end
-        self.stores = 0  # logged stores, for context switches
-
-    def pause(self) -> Any:
-        """Let other threads run once this one is ``pause_ns`` ahead: cores run in parallel,
-        and transactions under different locks overlap (their log-flushes share the LPQ)."""
-        return self.cpu.maybe_yield(self.rt.pause_ns)  # type: ignore[attr-defined]
-
-    def read_words(self, obj: int, field: int, n: int) -> list[int]:
-        ld = self.cpu.load
-        a = obj + 8 * field
-        return [ld(a + 8 * i) for i in range(n)]
-
-    def write_words(self, obj: int, field: int, values: Sequence[int]) -> None:
-        self.rt._write(self, obj + 8 * field, values)  # type: ignore[attr-defined]
-        self.writes += 1
-
-
-def _round(n: int, to: int) -> int:
-    return -(-n // to) * to
-
-
 @register_runtime
-class ProteusRuntime(FreeListAlloc, Runtime):
+class ProteusRuntime(HwUndoRuntime):
     """Proteus with log-write removal (card §3-§6)."""
 
     name = "proteus"
     family = "proteus"
     unit_format: ClassVar[EntryFormat] = FMT
+    pad = BLOCK
+    domain_reason = ("the memory controller's queues in the persistence domain (card R6: ADR "
+                     "keeps the LPQ)")
     lwr = True
     """Log-write removal: flash-clear a transaction's LPQ entries at tx-end (False: NoLWR)."""
     logq = 16
@@ -99,19 +71,14 @@ class ProteusRuntime(FreeListAlloc, Runtime):
     llt_ways = 8
     lpq = 256
     """LPQ entries at the memory controller."""
-    log_slots = 0
-    """Entries in each thread's circular log (0: room for two of the largest transactions)."""
     end_before_data = False
     end_discard_at = "first-log"
     clear_by_core = True
     overflow_check = True
     log_first_block_only = False
-    supported_domains = ("pdom1", "pdom2")
     switch_every = 0
     """Context switches (card §5): one after every this many logged stores of a transaction
     (0: none, as in the paper's runs)."""
-    pause_ns = 50.0
-    """Scheduling quantum at a body's pause points (ns)."""
 
     STEPS = {
         "proteus.log.flush": ("group", "log-load + log-flush of a store's 32-byte block before "
@@ -140,7 +107,6 @@ class ProteusRuntime(FreeListAlloc, Runtime):
         "proteus.recover.end": ("group", "recovery: END on the undone transaction's last entry"),
         "proteus.recover.fence-end": ("order", "recovery: END durable before recovery returns"),
     }
-    OMIT_STEPS = frozenset(ALLOC_STEPS)
     CHECKS = {
         "proteus.recover.earliest": "undo each block from its earliest entry in seq order (O6)",
         "proteus.recover.whole-entry": "ignore an entry whose checksum fails (a log-flush that "
@@ -148,105 +114,30 @@ class ProteusRuntime(FreeListAlloc, Runtime):
     }
 
     def __init__(self, machine: Any, layout: Any, costs: Any = None) -> None:
-        super().__init__(machine, layout, costs)
-        if machine.config.domain not in self.supported_domains:
-            raise ConfigError(f"{self.name} needs the memory controller's queues in the "
-                              "persistence domain (card R6: ADR keeps the LPQ); use domain "
-                              "'pdom1' or 'pdom2', or the 'pmem-pcommit' baseline for a volatile "
-                              "WPQ")
         self.untracked: set[tuple[int, int, int]] = set()
-        slots = self._slots(layout.spec)
-        self.unit = ProteusUnit(self, machine, layout.log, slots, self.unit_format,
-                                logq=self.logq, llt_entries=self.llt_entries,
-                                llt_ways=self.llt_ways, lpq=self.lpq, lwr=self.lwr)
-        self._alloc_lock = simpy.Resource(machine.env, 1) if layout.threads > 1 else None
+        super().__init__(machine, layout, costs)
 
-    # -- layout ------------------------------------------------------------------------------
-    @classmethod
-    def obj_bytes(cls, words: int) -> int:
-        return _round(8 * words, BLOCK)
-
-    @classmethod
-    def static_stride(cls, words: int) -> int:
-        return _round(8 * words, BLOCK)
-
-    @classmethod
-    def _slots(cls, spec: PMSpec) -> int:
-        if cls.log_slots:
-            return cls.log_slots
-        per_tx = spec.max_tx_words + spec.max_tx_writes + 2 * spec.max_tx_allocs + 2
-        return 2 * per_tx + 2
-
-    @classmethod
-    def log_bytes(cls, spec: PMSpec) -> int:
-        return cls._slots(spec) * cls.unit_format.nbytes
-
-    def _new_tx(self, cpu: Any, txid: int) -> Tx:
-        return ProteusTx(self, cpu, txid)
+    def _make_unit(self, machine: Any, layout: Any, slots: int) -> ProteusUnit:
+        return ProteusUnit(self, machine, layout.log, slots, self.unit_format, logq=self.logq,
+                           llt_entries=self.llt_entries, llt_ways=self.llt_ways, lpq=self.lpq,
+                           lwr=self.lwr)
 
     # -- transactions --------------------------------------------------------------------------
-    def _begin(self, tx: Tx) -> None:
-        tx.cpu.work(self.costs.call_ns)
-        self.unit.tx_begin(tx.cpu)
-
-    def _write(self, tx: Tx, addr: int, values: Sequence[int]) -> None:
+    def _log_stores(self, tx: Tx, addr: int, values: Sequence[int]) -> None:
         cpu = tx.cpu
         unit = self.unit
         log = self.hw_step(cpu.tid, "proteus.log.flush")
         first = addr & ~(BLOCK - 1)
-        try:
-            for i, v in enumerate(values):
-                a = addr + 8 * i
-                block = a & ~(BLOCK - 1)
-                if log and (block == first or not self.log_first_block_only):
-                    unit.log_block(cpu, block)
-                unit.store(cpu, a, int(v))
-                if self.switch_every:
-                    tx.stores += 1  # type: ignore[attr-defined]
-                    if tx.stores % self.switch_every == 0:  # type: ignore[attr-defined]
-                        unit.context_switch(cpu)
-        except LogOverflow as e:
-            raise ConfigError(f"{e}: raise PMSpec.max_tx_words or the runtime's log_slots") from None
-
-    def _set_bit(self, tx: Tx, block: int, allocated: bool) -> None:
-        """Recorded now, stored (logged) at tx-end under the allocator lock."""
-        tx.bits.append((block, allocated))  # type: ignore[attr-defined]
-
-    def _apply_bits(self, tx: ProteusTx) -> None:
-        for block, allocated in tx.bits:
-            word, mask = self.heap.bit_of(block)
-            old = tx.cpu.load(word)
-            self._write(tx, word, [old | mask if allocated else old & ~mask])
-
-    def _tx_end(self, tx: Tx) -> None:
-        cpu = tx.cpu
-        self.unit.tx_end(cpu, lambda lines: self.flush(cpu, "proteus.end.flush", lines),
-                         lambda: self.fence(cpu, "proteus.end.fence"))
-
-    def commit(self, tx: Tx) -> Generator[Any, Any, None]:
-        """Apply the bitmap changes, tx-end (the commit point at the MC), then unlock."""
-        self._check_live(tx)
-        assert isinstance(tx, ProteusTx)
-        req = None
-        if tx.bits and self._alloc_lock is not None:
-            req = yield from tx.cpu.acquire(self._alloc_lock)
-        self._apply_bits(tx)
-        tx.cpu.mark(Mark.TX_COMMIT, tx.txid)
-        self._tx_end(tx)
-        self.end_steps(tx.tid)
-        self.commits += 1
-        self.commit_order.append(tx.txid)
-        tx.cpu.mark(Mark.TX_DURABLE, tx.txid)
-        if req is not None:
-            yield from tx.cpu.release(self._alloc_lock, req)
-        self._release_frees(tx)
-        yield from self._finish(tx)
-
-    def _abort(self, tx: Tx) -> None:
-        """Store the logged old values back, then end the transaction (END commits nothing)."""
-        self.unit.abort_restore(tx.cpu)
-        self._tx_end(tx)
-        self._return_allocs(tx)
+        for i, v in enumerate(values):
+            a = addr + 8 * i
+            block = a & ~(BLOCK - 1)
+            if log and (block == first or not self.log_first_block_only):
+                unit.log_block(cpu, block)
+            unit.store(cpu, a, int(v))
+            if self.switch_every:
+                tx.stores += 1  # type: ignore[attr-defined]
+                if tx.stores % self.switch_every == 0:  # type: ignore[attr-defined]
+                    unit.context_switch(cpu)
 
     # -- the hardware's ordering for the crash-state model ---------------------------------------
     def edge_providers(self) -> list[Any]:
@@ -265,20 +156,7 @@ class ProteusRuntime(FreeListAlloc, Runtime):
                 "o1_waits": c.o1_waits, "lpq_max": c.lpq_max, "switches": c.switches,
                 "lpq_occ_mean": c.lpq_occ_sum / c.lpq_samples if c.lpq_samples else 0.0}
 
-    # -- format and recovery ---------------------------------------------------------------------
-    def format(self, cpu: Any = None) -> None:
-        super().format(cpu)
-        self.unit.load()
-
-    def _load(self) -> None:
-        super()._load()
-        self.unit.load()
-
-    def _entries(self, tid: int) -> list[Any]:
-        lay = self.layout
-        words = self.m.pm_words(lay.log[tid], lay.log_bytes // 8).tolist()
-        return decode_log(words, self.unit_format, self.check("proteus.recover.whole-entry"))
-
+    # -- recovery -------------------------------------------------------------------------------
     def _recover(self, cpu: Any) -> None:
         lay = self.layout
         fmt = self.unit_format
