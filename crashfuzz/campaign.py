@@ -31,7 +31,7 @@ import itertools
 import os
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
@@ -56,6 +56,7 @@ from pmsim.workloads.base import WorkloadArg as WorkloadArg
 from pmsim.workloads.base import reference as workload_reference
 from pmsim.workloads.session import Session
 
+from .classes import ReadClasses
 from .model import image_hash
 from .oracle import Oracle, TxHistory
 from .states import CrashModel
@@ -67,6 +68,16 @@ CHUNK_POINTS = 16
 """Crash points per unit of work. The units are fixed by the campaign, never by the number of
 jobs, and each starts from empty caches, so what a report counts and finds does not depend on
 how the units were spread over jobs (see :func:`fuzz`)."""
+
+
+READS_CACHED = 1 << 14
+"""Read sets up to this many words are cached per image hash (a larger one is recomputed)."""
+MATCH_STATES = 1 << 18
+"""A space that is not a product is matched to classes only up to this many states (they are
+enumerated in Python)."""
+VERIFY_CLASSES = 8
+"""Read-set classes per crash point whose second member is recovered too, as a check that the
+read log saw every read (a runtime reading the engine's arrays without ``note_reads``)."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +99,14 @@ class FuzzConfig:
     sampled_points: int = param(64, "points", "how many points 'sampled' draws")
     budget: int = param(65536, "states", "enumerate a point exhaustively up to this many states")
     samples: int = param(256, "states", "uniform samples at a point over the budget")
+    class_from: int = param(64, "states", "a point with more states is checked one read-set "
+                            "class at a time (images that agree on every PM word recovery "
+                            "reads recover identically, so one recovery decides a class); "
+                            "exhaustive whatever the budget when the classes are few. Points "
+                            "with ordering edges use classes only over the budget")
+    class_limit: int = param(4096, "classes", "at most this many read-set classes per point; "
+                             "past it the point's distinct images are enumerated (up to the "
+                             "budget) or sampled. 0 = no classes")
     idempotence: int = param(8, "images", "recoveries that are themselves crash-tested: at the "
                              "first crash points in trace order, one per point, the first image "
                              "(in enumeration order) that passes and whose recovery stores "
@@ -134,7 +153,7 @@ class FuzzConfig:
         for name, low in (("threads", 1), ("txs", 1), ("budget", 1), ("samples", 1),
                           ("sampled_points", 1), ("max_failures", 1), ("depth", 1),
                           ("depth_txs", 1), ("depth_runs", 1), ("idempotence", 0), ("new_tx", 0),
-                          ("seed", 0)):
+                          ("seed", 0), ("class_limit", 0), ("class_from", 0)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < low:
                 raise ConfigError(f"FuzzConfig.{name} must be an integer >= {low}, got {v!r}")
@@ -285,6 +304,11 @@ class Report:
     points: int = 0
     points_exhaustive: int = 0
     points_sampled: int = 0
+    points_classed: int = 0  # points checked one read-set class at a time (see class_from)
+    read_classes: int = 0  # classes those points fell into
+    deep_points_classed: int = 0  # the same for the points of runs after recovery
+    deep_read_classes: int = 0
+    read_log_misses: int = 0  # points where two members of a class recovered differently
     states_total: int = 0  # exact number of crash states at the chosen points
     states_checked: int = 0  # states whose image was checked (all of them when exhaustive)
     distinct_images: int = 0
@@ -329,7 +353,9 @@ class Report:
     def merge(self, other: Report) -> None:
         """Add ``other``'s counts and failures. Merging is order-independent. ``distinct_images``
         is summed; :func:`fuzz` replaces it by the size of the union of the images' hashes."""
-        for name in ("points", "points_exhaustive", "points_sampled", "states_total",
+        for name in ("points", "points_exhaustive", "points_sampled", "points_classed",
+                     "read_classes", "deep_points_classed", "deep_read_classes",
+                     "read_log_misses", "states_total",
                      "states_checked", "distinct_images", "recoveries", "idempotence_images",
                      "new_tx_checks", "failure_count", "deep_runs", "deep_candidates",
                      "deep_points", "deep_points_sampled", "deep_states", "deep_distinct"):
@@ -353,7 +379,11 @@ class Report:
             f"crashfuzz {self.runtime} / {self.workload} / {self.config.domain} / "
             f"{self.config.order}: {verdict}",
             f"  trace {self.trace_events} events, {self.transactions} transactions committed",
-            f"  {self.points} crash points ({self.config.points}), {mode}",
+            f"  {self.points} crash points ({self.config.points}), {mode}" + (
+                f" ({self.points_classed} checked by {self.read_classes} read-set classes)"
+                if self.points_classed else "") + (
+                f"; the read log missed a read at {self.read_log_misses} points (sampled)"
+                if self.read_log_misses else ""),
             f"  states: {self.states_total} at those points, {self.states_checked} checked, "
             f"{self.distinct_images} distinct images, {self.recoveries} recoveries run",
             f"  idempotence: {self.idempotence_images} recoveries crash-tested; "
@@ -364,6 +394,8 @@ class Report:
                 f"{self.deep_states} states, {self.deep_distinct} distinct images, "
                 + ("exhaustive" if not self.deep_points_sampled
                    else f"{self.deep_points_sampled} points sampled")
+                + (f" ({self.deep_points_classed} checked by {self.deep_read_classes} read-set "
+                   "classes)" if self.deep_points_classed else "")
                 if self.config.depth > 1 else "off"),
             f"  {self.seconds:.2f} s, {self.states_per_second():,.0f} states/s",
         ]
@@ -445,6 +477,8 @@ class Campaign:
         self._outcomes: dict[tuple[int, int], tuple[Hashable, list[str], str | None, bool]] = {}
         self._new_tx_done: set[Hashable] = set()
         self._idem_done: set[tuple[int, int]] = set()
+        self._read_sets: dict[tuple[int, int], frozenset[int]] = {}
+        self.last_reads: set[int] = set()
         self._check_crash_free()
 
     def _record(self, which: str, ref: str | None, why: str) -> None:
@@ -524,8 +558,8 @@ class Campaign:
         return cfg.txs + max(cfg.new_tx, (cfg.depth - 1) * cfg.depth_txs)
 
     # -- recovery -----------------------------------------------------------------------------
-    def recover(self, image: np.ndarray, record: bool = False) -> tuple[Runtime | None, Hashable,
-                                                                         list[str], Trace | None]:
+    def recover(self, image: np.ndarray, record: bool = False, track: bool = False
+                ) -> tuple[Runtime | None, Hashable, list[str], Trace | None]:
         """Power-cycle the scratch machine, load ``image``, recover; (runtime, data, errors,
         recovery trace when ``record``).
 
@@ -538,6 +572,16 @@ class Campaign:
         m.power_cycle(image)
         if record:
             m.reset_trace()
+        if track:  # the words recovery, the data reader and the invariant check read
+            self.last_reads = m.start_read_log().reads
+            try:
+                return self._recover(m, record)
+            finally:
+                m.stop_read_log()
+        return self._recover(m, record)
+
+    def _recover(self, m: Machine, record: bool) -> tuple[Runtime | None, Hashable, list[str],
+                                                          Trace | None]:
         wl = self.session.workload
         wd = self.watchdog
         rt: Runtime | None = None
@@ -672,10 +716,13 @@ class Campaign:
         count = space.count
         report.points += 1
         report.states_total += count
-        if count <= cfg.budget:
+        reps = None if not self._classes_first(space) else self._by_class(
+            space, report, lambda h, img, track: self._outcome(h, img, report, point.index, track)[:2])
+        if count <= cfg.budget or reps is not None:
             report.points_exhaustive += 1
             report.states_checked += count
-            images: Iterable[tuple[tuple[int, int], np.ndarray]] = space.hashed_images(distinct=True)
+            images: Iterable[tuple[tuple[int, int], np.ndarray]] = (
+                space.hashed_images(distinct=True) if reps is None else reps)
         else:
             report.points_sampled += 1
             states = space.sample(cfg.samples, _rng(cfg.seed, 1, point.index))
@@ -692,15 +739,81 @@ class Campaign:
                     break
         return candidate
 
+    def _keep_reads(self, h: tuple[int, int]) -> None:
+        """Cache the read set of the image just recovered, unless it is large (a recovery that
+        scans the whole region): then it is recovered again if another point needs it."""
+        if len(self.last_reads) <= READS_CACHED:
+            self._read_sets[h] = frozenset(self.last_reads)
+
+    def _classes_first(self, space: Any) -> bool:
+        """Whether to check ``space`` by read-set classes: a product with more than
+        ``class_from`` distinct images (the walk over products costs one recovery per class),
+        any other kind only over the budget and up to :data:`MATCH_STATES` (its states are
+        enumerated in Python to be matched, slower than enumerating its images in the C core)."""
+        if space.kind == "product":
+            return space.count > self.cfg.budget or space.distinct_count() > self.cfg.class_from
+        return max(self.cfg.budget, self.cfg.class_from) < space.count <= MATCH_STATES
+
+    def _by_class(self, space: Any, report: Report,
+                  outcome: Callable[[tuple[int, int], np.ndarray, bool], tuple[Hashable, list[str]]],
+                  deep: bool = False) -> list[tuple[tuple[int, int], np.ndarray]] | None:
+        """One (hash, image) per read-set class of a ``space`` over the budget
+        (:mod:`crashfuzz.classes`), every outcome computed by ``outcome(hash, image, track)``;
+        None when the classes exceed ``class_limit`` or two members of a class recover
+        differently (the read log missed a read: counted, and the point is sampled). The
+        second member is recovered for the first :data:`VERIFY_CLASSES` classes of a point."""
+        if not self.cfg.class_limit:
+            return None
+
+        def reads(state: tuple[int, ...]) -> Collection[int]:
+            h = space.hash(state)
+            got = self._read_sets.get(h)
+            if got is None:
+                outcome(h, space.image(state), True)  # recovers it, tracked, into last_reads
+                got = self.last_reads
+            return got
+
+        limit = self.cfg.class_limit
+        if space.kind == "product" and space.count <= self.cfg.budget:
+            # classes must beat enumerating the distinct images clearly, or are abandoned early
+            limit = min(limit, max(1, space.distinct_count() // 4))
+        rc = ReadClasses(space, reads, limit, state_limit=MATCH_STATES)
+        reps = []
+        for n, (rep, other, _) in enumerate(rc):
+            h = space.hash(rep)
+            if other is not None and n < VERIFY_CLASSES:
+                h2 = space.hash(other)
+                if h2 != h and (outcome(h, space.image(rep), False)
+                                != outcome(h2, space.image(other), False)):
+                    report.read_log_misses += 1
+                    return None
+            reps.append((h, space.image(rep)))
+        if not rc.complete:
+            return None
+        if deep:
+            report.deep_points_classed += 1
+            report.deep_read_classes += rc.classes
+        else:
+            report.points_classed += 1
+            report.read_classes += rc.classes
+        return reps
+
     def _outcome(self, h: tuple[int, int], img: np.ndarray, report: Report,
-                 k: int) -> tuple[Hashable, list[str], str | None, bool]:
+                 k: int, track: bool = False) -> tuple[Hashable, list[str], str | None, bool]:
         """Recover an image once per distinct hash: (data, invariant errors, new-tx problem,
-        whether recovery stored anything to PM)."""
+        whether recovery stored anything to PM). ``track`` also records the PM words the
+        recovery read (in ``_read_sets``), recovering again if the outcome was known."""
         out = self._outcomes.get(h)
+        if out is not None and track and h not in self._read_sets:
+            report.recoveries += 1
+            self.recover(img, track=True)
+            self._keep_reads(h)
         if out is None:
             report.distinct_images += 1
             report.recoveries += 1
-            rt, data, errors, _ = self.recover(img)
+            rt, data, errors, _ = self.recover(img, track=track)
+            if track:
+                self._keep_reads(h)
             data = self.oracle.canonical(k, data)  # one shared object per correct outcome
             wrote = rt is not None and bool(rt.m.count("stores"))
             newtx = None
@@ -856,17 +969,21 @@ class Campaign:
             self._deep_m = Machine(self.mcfg)
         return self._deep_m
 
-    def _deep_outcome(self, h: tuple[int, int], img: np.ndarray,
-                      report: Report) -> tuple[Hashable, list[str]]:
-        """(data, invariant errors) of recovering ``img``, once per distinct image hash."""
-        if h in self._outcomes:
-            data, errors = self._outcomes[h][:2]
-            return data, errors
-        out = self._deep_outcomes.get(h)
+    def _deep_outcome(self, h: tuple[int, int], img: np.ndarray, report: Report,
+                      track: bool = False) -> tuple[Hashable, list[str]]:
+        """(data, invariant errors) of recovering ``img``, once per distinct image hash;
+        ``track`` as for :meth:`_outcome`."""
+        out = self._outcomes[h][:2] if h in self._outcomes else self._deep_outcomes.get(h)
+        if out is not None and track and h not in self._read_sets:
+            report.recoveries += 1
+            self.recover(img, track=True)
+            self._keep_reads(h)
         if out is None:
             report.deep_distinct += 1
             report.recoveries += 1
-            _, data, errors, _ = self.recover(img)
+            _, data, errors, _ = self.recover(img, track=track)
+            if track:
+                self._keep_reads(h)
             out = self._deep_outcomes[h] = (data, errors)
         return out
 
@@ -874,9 +991,12 @@ class Campaign:
         cfg = self.cfg
         space = stage.model.space(point)
         report.deep_points += 1
-        if space.count <= cfg.budget:
+        reps = None if not self._classes_first(space) else self._by_class(
+            space, report, lambda h, img, track: self._deep_outcome(h, img, report, track), deep=True)
+        if space.count <= cfg.budget or reps is not None:
             report.deep_states += space.count
-            images: Iterable[tuple[tuple[int, int], np.ndarray]] = space.hashed_images(distinct=True)
+            images: Iterable[tuple[tuple[int, int], np.ndarray]] = (
+                space.hashed_images(distinct=True) if reps is None else reps)
         else:
             report.deep_points_sampled += 1
             rng = _rng(cfg.seed, 3, stage.depth, *stage.lineage, point.index)
@@ -1245,6 +1365,7 @@ def _do_unit(camp: Campaign, points: Sequence[Any], unit: _Unit) -> _Done:
     camp._outcomes = {}
     camp._new_tx_done = set()
     camp._idem_done = set()
+    camp._read_sets = {}
     rep = Report(cfg, camp.rt_name, camp.session.workload.name)
     candidates: list[tuple[int, tuple[int, int], np.ndarray]] = []
     if unit.kind == "chunk":

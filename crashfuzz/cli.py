@@ -159,7 +159,8 @@ def _write_json(path: str, doc: dict[str, Any]) -> None:
 def _report_doc(rep: Any) -> dict[str, Any]:
     doc = {k: getattr(rep, k) for k in (
         "runtime", "workload", "partial", "points_planned", "trace_events", "transactions",
-        "points", "points_exhaustive", "points_sampled", "states_total", "states_checked",
+        "points", "points_exhaustive", "points_sampled", "points_classed", "read_classes",
+        "deep_points_classed", "deep_read_classes", "read_log_misses", "states_total", "states_checked",
         "distinct_images", "recoveries", "idempotence_images", "new_tx_checks", "failure_count",
         "seconds", "first_failure_point", "deep_runs", "deep_candidates", "deep_points",
         "deep_points_sampled", "deep_states", "deep_distinct")}
@@ -178,7 +179,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     cfg = FuzzConfig(runtime=args.runtime, workload=args.workload, params=_params(args.param),
                      domain=args.domain, order=args.order, threads=args.threads, txs=args.txs,
                      points=args.points, sampled_points=args.sampled_points, budget=args.budget,
-                     samples=args.samples, idempotence=args.idempotence, new_tx=0 if args.no_new_tx else 1,
+                     samples=args.samples, class_from=args.class_from, class_limit=args.class_limit,
+                     idempotence=args.idempotence, new_tx=0 if args.no_new_tx else 1,
                      seed=args.seed, stop_at_first=args.stop_at_first, reduce=not args.no_reduce)
     _check_outputs(args)
     if args.findings and not args.no_replay:
@@ -362,6 +364,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="enumerate a point exhaustively up to this many states")
     r.add_argument("--samples", type=int_in(1, MAX_SAMPLES), default=256,
                    help=f"samples at a point over the budget (1..{MAX_SAMPLES})")
+    r.add_argument("--class-from", type=int_in(0), default=64,
+                   help="check a point with more distinct images (a point with ordering edges: "
+                        "more states than the budget) one read-set class at a time: images that "
+                        "agree on every word recovery reads recover identically")
+    r.add_argument("--class-limit", type=int_in(0), default=4096,
+                   help="read-set classes per point before falling back to images or samples "
+                        "(0: no classes)")
     r.add_argument("--idempotence", type=int_in(0), default=8, help="recoveries to crash-test")
     r.add_argument("--no-new-tx", action="store_true", help="skip the new-transaction check")
     r.add_argument("--no-reduce", action="store_true",

@@ -106,6 +106,52 @@ class Cpu:
         self._get_clock = partial(e.get_clock, tid)
         self._set_clock = partial(e.set_clock, tid)
 
+    def _track_reads(self, log: ReadLog | None) -> None:
+        """Route this thread's memory instructions through ``log``, or back straight to the
+        engine when ``log`` is None (see Machine.start_read_log)."""
+        e, tid = self.machine.engine, self.tid
+        ld, cas, xchg = partial(e.load, tid), partial(e.cas, tid), partial(e.xchg, tid)
+        st, nt = partial(e.store, tid), partial(e.ntstore, tid)
+        if log is None:
+            self.load, self.cas, self.xchg, self.store, self.ntstore = ld, cas, xchg, st, nt
+            return
+        base, size = self.machine._pm_base, self.machine._pm_size
+        read, wrote = log.read, log.wrote
+
+        def load(addr: int) -> int:
+            off = addr - base
+            if 0 <= off < size:
+                read(off >> 3)
+            return ld(addr)
+
+        def cas_(addr: int, expected: int, value: int) -> int:
+            off = addr - base
+            if 0 <= off < size:
+                read(off >> 3)
+                wrote(off >> 3)
+            return cas(addr, expected, value)
+
+        def xchg_(addr: int, value: int) -> int:
+            off = addr - base
+            if 0 <= off < size:
+                read(off >> 3)
+                wrote(off >> 3)
+            return xchg(addr, value)
+
+        def store(addr: int, value: int) -> None:
+            off = addr - base
+            if 0 <= off < size:
+                wrote(off >> 3)
+            st(addr, value)
+
+        def ntstore(addr: int, value: int) -> None:
+            off = addr - base
+            if 0 <= off < size:
+                wrote(off >> 3)
+            nt(addr, value)
+
+        self.load, self.cas, self.xchg, self.store, self.ntstore = load, cas_, xchg_, store, ntstore
+
     # -- time --------------------------------------------------------------------------------
     @property
     def clock(self) -> float:
@@ -198,6 +244,27 @@ def _count(n: Any, what: str) -> int:
     return as_int(n, what, valid="an int >= 0")
 
 
+class ReadLog:
+    """The PM words (indices ``(addr - pm.base) // 8``) a run observed: ``reads`` holds each
+    word read before the run wrote it. A word the run wrote first is not an input of the run
+    (it reads back its own value), so it is left out."""
+
+    def __init__(self) -> None:
+        self.reads: set[int] = set()
+        self.written: set[int] = set()
+
+    def read(self, w: int) -> None:
+        if w not in self.written:
+            self.reads.add(w)
+
+    def read_all(self, words: Iterable[int]) -> None:
+        written = self.written
+        self.reads.update(w for w in words if w not in written)
+
+    def wrote(self, w: int) -> None:
+        self.written.add(w)
+
+
 class Machine:
     """A configured machine: engine, SimPy environment, CPUs, locks, trace.
 
@@ -231,7 +298,33 @@ class Machine:
         self._pm_words: np.ndarray = self.engine.mem.pm
         self._pm_bytes: np.ndarray = self._pm_words.view(np.uint8)
         self._pm_base, self._pm_size = self.pm.base, self.pm.size
+        self._log: ReadLog | None = None
         self._trace_base = self.pm_image()
+
+    # -- read log: which PM words a run observed ---------------------------------------------
+    def start_read_log(self) -> ReadLog:
+        """From now on log which PM words the run observes (:class:`ReadLog`); returns the
+        log. Instructions (load, store, CAS, exchange, non-temporal store) and the untimed
+        accessors (``peek``, ``pm_words``, ``peek_bytes``, ``pm_image``, ``poke``) are logged;
+        code that reads the engine's memory arrays directly must call :meth:`note_reads`. The
+        crash fuzzer uses the log to treat crash images that agree on every word recovery
+        observed as one (they recover identically)."""
+        log = ReadLog()
+        self._log = log
+        for cpu in self.cpus:
+            cpu._track_reads(log)
+        return log
+
+    def stop_read_log(self) -> None:
+        """Stop logging (instructions go straight to the engine again)."""
+        self._log = None
+        for cpu in self.cpus:
+            cpu._track_reads(None)
+
+    def note_reads(self, words: range | np.ndarray) -> None:
+        """Log PM word indices read by direct access to the engine's arrays."""
+        if self._log is not None:
+            self._log.read_all(words.tolist() if isinstance(words, np.ndarray) else words)
 
     def cpu(self, tid: int) -> Cpu:
         if tid.__class__ is not int and isinstance(tid, np.integer):
@@ -283,13 +376,19 @@ class Machine:
         if addr.__class__ is int:
             off = addr - self._pm_base
             if 0 <= off < self._pm_size and not off & 7:  # fast path: an aligned PM word
+                if self._log is not None:
+                    self._log.read(off >> 3)
                 return int(self._pm_words[off >> 3])
+        if self._log is not None:
+            self._note_bytes(_addr(addr), 8)
         r, w = self.engine.mem.locate(addr)
         return int(self.engine.mem.arrays[r][w])
 
     def poke(self, addr: int, value: int) -> None:
         """Set a word without simulating an access (for setting up initial state)."""
         r, w = self.engine.mem.locate(addr)
+        if self._log is not None and r == self.engine.mem.locate(self._pm_base)[0]:
+            self._log.wrote(w)
         self.engine.mem.arrays[r][w] = as_word(value)
 
     def pm_words(self, addr: int, n: int) -> np.ndarray:
@@ -301,10 +400,20 @@ class Machine:
             raise ConfigError(f"PM words [{addr:#x}, {addr + 8 * n:#x}) are not 8-byte aligned "
                               f"words of the PM region [{self._pm_base:#x}, "
                               f"{self._pm_base + self._pm_size:#x})")
+        if self._log is not None:
+            self._log.read_all(range(off >> 3, (off >> 3) + n))
         return self._pm_words[off >> 3: (off >> 3) + n].copy()
+
+    def _note_bytes(self, addr: int, n: int) -> None:
+        off = addr - self._pm_base
+        lo, hi = max(off, 0) >> 3, (min(off + n, self._pm_size) + 7) >> 3
+        if lo < hi and self._log is not None:
+            self._log.read_all(range(lo, hi))
 
     def peek_bytes(self, addr: int, n: int) -> bytes:
         addr, n = _addr(addr), _count(n, "peek_bytes: n")
+        if self._log is not None:
+            self._note_bytes(addr, n)
         r, w = self.engine.mem.locate(addr & ~7)
         arr = self.engine.mem.arrays[r]
         if w * 8 + (addr & 7) + n > arr.size * 8:
@@ -315,6 +424,8 @@ class Machine:
 
     def pm_image(self) -> np.ndarray:
         """A copy of the PM region's current contents as bytes (what all caches would write)."""
+        if self._log is not None:
+            self._log.read_all(range(self._pm_size >> 3))
         return self._pm_bytes.copy()
 
     def load_pm_image(self, image: np.ndarray) -> None:

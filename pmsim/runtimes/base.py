@@ -453,8 +453,10 @@ class Runtime(PersistSteps, AllocLog, BackgroundThreads):
         lo = (s.base - self.m.pm.base) // 8 + self._field0_words
         st = s.stride // 8
         if lo + s.count * st <= pm.size:  # one strided view of the array's words
+            self.m.note_reads(range(lo, lo + s.count * st))
             return pm[lo: lo + s.count * st].reshape(s.count, st)[:, :s.words].copy()
         idx = lo + np.arange(s.count, dtype=np.int64)[:, None] * st + np.arange(s.words)[None, :]
+        self.m.note_reads(idx.ravel())
         return pm[idx]
 
     _field0_words: ClassVar[int] = 0

@@ -195,9 +195,12 @@ class CowRuntime(Runtime):
         pm = self.m.engine.mem.pm
         base = self.m.pm.base
         wrappers = (s.base - base) // 8 + np.arange(s.count, dtype=np.int64) * (s.stride // 8)
+        self.m.note_reads(wrappers)
         old = pm[wrappers].astype(np.int64)
         payload = np.where(old == 0, wrappers + WRAPPER // 8, (old - base) // 8)
-        return pm[payload[:, None] + np.arange(s.words)[None, :]]
+        idx = payload[:, None] + np.arange(s.words)[None, :]
+        self.m.note_reads(idx.ravel())
+        return pm[idx]
 
     def static_payloads(self) -> dict[int, int]:
         """Heap payload -> static object, for every static object whose payload moved."""
@@ -205,6 +208,7 @@ class CowRuntime(Runtime):
         pm = self.m.engine.mem.pm
         for s in self.layout.statics:
             wrappers = (s.base - self.m.pm.base) // 8 + np.arange(s.count, dtype=np.int64) * (s.stride // 8)
+            self.m.note_reads(wrappers)
             old = pm[wrappers]
             for i in np.flatnonzero(old).tolist():
                 out[int(old[i])] = s.base + i * s.stride

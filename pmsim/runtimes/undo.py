@@ -309,6 +309,7 @@ class UndoRuntime(Runtime):
         is_data = lay.is_data
         recs: list[tuple[int, list[int]]] = []
         base = (head - m.pm.base) >> 3
+        m.note_reads(range(base, base + nwords))
         log = m.engine.mem.pm[base: base + nwords].tolist()  # one read of the log
         w = 0  # the record's first word, counted from the head
         while w + HDR_WORDS + ck <= lim:

@@ -75,7 +75,7 @@ def test_same_seed_same_findings() -> None:
 
 def test_report_counts_and_sampling_is_said() -> None:
     rep = fuzz(FuzzConfig(runtime="redo", workload="array", txs=5, budget=2, samples=3,
-                          idempotence=0, reduce=False))
+                          idempotence=0, reduce=False, class_limit=0))
     assert rep.points_sampled > 0 and not rep.exhaustive
     assert rep.states_checked < rep.states_total
     assert "sampled" in rep.summary()

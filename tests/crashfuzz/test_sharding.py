@@ -24,9 +24,11 @@ from crashfuzz import FuzzConfig, Report, fuzz
 from crashfuzz.campaign import CHUNK_POINTS, Failure, failure_key
 
 SAMPLED_MUTANT = FuzzConfig(runtime="redo:R2", workload="bank", threads=2, txs=3, budget=4,
-                            samples=4, seed=7)
+                            samples=4, seed=7, class_limit=0)
 SAMPLED_CORRECT = FuzzConfig(runtime="redo", workload="bank", threads=2, txs=3, budget=4,
-                             samples=4, seed=3)
+                             samples=4, seed=3, class_limit=0)
+CLASSED_MUTANT = FuzzConfig(runtime="redo:R2", workload="bank", threads=2, txs=3, budget=4,
+                            samples=4, seed=7, class_from=1)
 
 
 def counts(rep: Report) -> dict[str, Any]:
@@ -46,11 +48,13 @@ def sharded(cfg: FuzzConfig, shards: int, **kw: Any) -> Report:
         return fuzz(cfg, executor=ex, shards=shards, **kw)
 
 
-@pytest.mark.parametrize("cfg", [SAMPLED_MUTANT, SAMPLED_CORRECT], ids=["redo:R2", "redo"])
+@pytest.mark.parametrize("cfg", [SAMPLED_MUTANT, SAMPLED_CORRECT, CLASSED_MUTANT],
+                         ids=["redo:R2", "redo", "redo:R2-classes"])
 def test_any_number_of_shards_reports_the_same(cfg: FuzzConfig) -> None:
     reps = [sharded(cfg, k) for k in (1, 2, 3)]
     one = reps[0]
-    assert one.points_sampled > 0 and one.deep_runs > 0 and one.idempotence_images > 0
+    assert (one.points_classed if cfg.class_limit else one.points_sampled) > 0
+    assert one.deep_runs > 0 and one.idempotence_images > 0
     assert one.points > CHUNK_POINTS, "one chunk only: sharding would prove nothing"
     assert one.ok == (cfg.runtime == "redo")
     for other in reps[1:]:
@@ -102,7 +106,7 @@ def test_merge_does_not_depend_on_order() -> None:
 @given(seed=st.integers(0, 2**32), shards=st.integers(2, 4))
 def test_sharding_never_changes_a_report(seed: int, shards: int) -> None:
     cfg = FuzzConfig(runtime="redo:R2", workload="bank", threads=2, txs=2, budget=3, samples=3,
-                     seed=seed, depth=1, idempotence=2, max_failures=8)
+                     seed=seed, depth=1, idempotence=2, max_failures=8, class_limit=0)
     one = fuzz(cfg)
     other = sharded(cfg, shards)
     assert counts(other) == counts(one)
@@ -115,7 +119,8 @@ def _cli(tmp: Path, jobs: int) -> tuple[dict[str, Any], list[tuple[str, dict[str
     findings_dir, out = tmp / f"findings{jobs}", tmp / f"report{jobs}.json"
     r = subprocess.run([sys.executable, "-m", "crashfuzz", "run", "--runtime", "redo:R2",
                         "--workload", "bank", "--threads", "2", "--txs", "3", "--budget", "4",
-                        "--samples", "4", "--seed", "7", "--jobs", str(jobs), "--findings",
+                        "--samples", "4", "--seed", "7", "--class-limit", "0", "--jobs", str(jobs),
+                        "--findings",
                         str(findings_dir), "--json", str(out)],
                        capture_output=True, text=True, check=False, timeout=120)
     assert r.returncode == 1, r.stderr

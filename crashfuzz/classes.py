@@ -1,0 +1,180 @@
+"""Read-set classes: every crash state of a point, checked by recovering one image per class.
+
+Recovery is a deterministic program of the PM image. Run it on one image with the machine's
+read log on (:meth:`pmsim.machine.Machine.start_read_log`) and let ``R`` be the PM words it
+read, together with the words the data reader and the invariant check read. Every image that
+agrees with this one on ``R`` makes the same run read the same values, so it recovers to the
+same data with the same errors: one recovery decides the whole class.
+
+On a product space (every chain's prefix length ranges independently) a class is itself a
+product: per free chain, the prefix lengths that give each read word of that chain the value it
+had. What is left of the space after taking a class out is a disjoint union of products (fix
+the first ``j`` touched chains to the class, move chain ``j+1`` outside it), so the search is a
+depth-first walk over products that stops when the space is covered. Class sizes add up to the
+state count exactly; a point is then checked exhaustively with one recovery per class instead
+of one per distinct image.
+
+Typical win: before a log's fence the log lines are free (in Px86 every word of them is a chain
+of its own), but recovery reads a clear flag and never looks at the log, so ``9**k`` states are
+one class. The limit: a run whose reads depend on many free words still splits into many
+classes; past the caller's limit the point is sampled as before.
+
+The word sets are only as good as the read log. Instruction reads and the machine's untimed
+reads are logged; code reading the engine's arrays directly must call ``note_reads``. The
+campaign therefore also recovers a second, maximally different member of every class of two or
+more states and treats any disagreement as a miss of the log (the point is then sampled and the
+report counts it), so a runtime with an unlogged read path loses the reduction, not bugs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterator
+
+import numpy as np
+
+from .model import ATOMS_PER_LINE
+from .states import State, StateSpace
+
+Reads = Callable[[State], Collection[int]]
+
+
+class ReadClasses:
+    """Iterate ``(representative, other member or None, class size)`` over a state space:
+    a product is split depth-first (the module docstring); other kinds are enumerated and
+    matched (:meth:`_match`).
+
+    ``reads(state)`` recovers the state's image and returns the PM word indices read. After the
+    iteration ``complete`` says whether the classes cover the space (False: the ``limit`` on
+    classes stopped it) and ``covered`` counts the states of the classes yielded.
+    """
+
+    def __init__(self, space: StateSpace, reads: Reads, limit: int,
+                 state_limit: int = 1 << 21, record: bool = False) -> None:
+        self.space = space
+        self.reads = reads
+        self.limit = limit
+        self.state_limit = state_limit
+        self.complete = False
+        self.covered = 0
+        self.classes = 0
+        ix = space.model.index
+        self._ix = ix
+        self._lo = space.free_lo.tolist()
+        self._hi = space.free_hi.tolist()
+        keys = ix.chain_key[space.free].tolist()
+        self._free_of_key = {int(k): i for i, k in enumerate(keys)}
+        self._line = ix.order == "line"
+        self._base = ix.trace.base.view(np.uint64)
+        self._values: dict[tuple[int, int], np.ndarray] = {}
+        self.members: list[np.ndarray] = []
+        self.owner: dict[State, int] | None = {} if record else None
+
+    def _word_values(self, i: int, w: int) -> np.ndarray:
+        """Value of PM word ``w`` after each prefix ``lo..hi`` of free chain ``i``."""
+        key = (i, w)
+        vals = self._values.get(key)
+        if vals is None:
+            ix = self._ix
+            c = int(self.space.free[i])
+            o, e = int(ix.off[c]), int(ix.off[c + 1])
+            q = np.flatnonzero(ix.st_word[o:e] == w)  # the chain's stores to w, in order
+            x = np.arange(self._lo[i], self._hi[i] + 1)
+            last = np.searchsorted(q, x, side="left") - 1  # last store to w inside the prefix
+            vals = np.where(last >= 0, ix.st_val[o + q[np.maximum(last, 0)]] if len(q) else 0,
+                            self._base[w]).astype(np.uint64)
+            self._values[key] = vals
+        return vals
+
+    def _touched(self, reads: Collection[int]) -> dict[int, list[int]]:
+        """Free chain -> the read words it stores to (chains no read word lives in are left out)."""
+        out: dict[int, list[int]] = {}
+        fk = self._free_of_key
+        for w in reads:
+            i = fk.get(w // ATOMS_PER_LINE if self._line else w)
+            if i is not None:
+                out.setdefault(i, []).append(w)
+        return out
+
+    def __iter__(self) -> Iterator[tuple[State, State | None, int]]:
+        return self._walk() if self.space.kind == "product" else self._match()
+
+    def _match(self) -> Iterator[tuple[State, State | None, int]]:
+        """Spaces with ordering edges (or PDOM-2 prefixes) are not products: enumerate their
+        states (up to ``state_limit``, no images built) and give each to the first class whose
+        representative's read words hold the same values; a state no class takes becomes a
+        representative. Classes are yielded when every state has one."""
+        groups: dict[tuple[tuple[int, int], ...], dict[tuple[int, ...], int]] = {}
+        tables: dict[tuple[tuple[int, int], ...], list[tuple[int, np.ndarray, int]]] = {}
+        reps: list[State] = []
+        others: list[State | None] = []
+        sizes: list[int] = []
+        for n, x in enumerate(self.space.exhaustive()):
+            if n >= self.state_limit:
+                return
+            found = None
+            for key, table in groups.items():
+                vals = tuple(int(v[x[i] - lo]) for i, v, lo in tables[key])
+                found = table.get(vals)
+                if found is not None:
+                    break
+            if found is not None:
+                sizes[found] += 1
+                others[found] = x
+                if self.owner is not None:
+                    self.owner[x] = found
+                continue
+            if len(reps) >= self.limit:
+                return
+            touched = self._touched(self.reads(x))
+            key = tuple(sorted((i, w) for i, ws in touched.items() for w in ws))
+            if key not in tables:
+                tables[key] = [(i, self._word_values(i, w), self._lo[i]) for i, w in key]
+            vals = tuple(int(v[x[i] - lo]) for i, v, lo in tables[key])
+            groups.setdefault(key, {})[vals] = len(reps)
+            if self.owner is not None:
+                self.owner[x] = len(reps)
+            reps.append(x)
+            others.append(None)
+            sizes.append(1)
+        self.complete = True
+        for rep, other, size in zip(reps, others, sizes, strict=True):
+            self.classes += 1
+            self.covered += size
+            yield rep, other, size
+
+    def _walk(self) -> Iterator[tuple[State, State | None, int]]:
+        root = [np.arange(a, b + 1, dtype=np.int64) for a, b in zip(self._lo, self._hi, strict=True)]
+        stack = [root]
+        while stack:
+            if self.classes >= self.limit:
+                return
+            allowed = stack.pop()
+            rep = tuple(int(a[0]) for a in allowed)
+            touched = self._touched(self.reads(rep))
+            inside = list(allowed)
+            splits: list[tuple[int, np.ndarray]] = []
+            for i in sorted(touched):
+                a = allowed[i]
+                keep = np.ones(len(a), bool)
+                for w in touched[i]:
+                    v = self._word_values(i, w)
+                    keep &= v[a - self._lo[i]] == v[rep[i] - self._lo[i]]
+                inside[i] = a[keep]
+                if not keep.all():
+                    splits.append((i, a[~keep]))
+            size = 1
+            for a in inside:
+                size *= len(a)
+            other = tuple(int(a[-1]) for a in inside) if size > 1 else None
+            self.classes += 1
+            self.covered += size
+            self.members = inside
+            yield rep, other, size
+            # the rest: chains before the j-th split inside the class, the j-th outside it
+            for j, (i, out) in enumerate(splits):
+                rest = list(allowed)
+                for k, _ in splits[:j]:
+                    rest[k] = inside[k]
+                rest[i] = out
+                stack.append(rest)
+        self.complete = True
