@@ -7,7 +7,7 @@ STAMP_DEMO := $(VENV)/.installed-demo
 STAMP_TEST := $(VENV)/.installed-test
 PYTEST_ARGS ?=
 
-.PHONY: demo test sanitize lint bench fuzz-long clean
+.PHONY: demo test sanitize lint bench fuzz-long docs clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,10 @@ bench: $(STAMP_TEST) $(CORE)
 
 fuzz-long: $(STAMP_TEST)
 	$(PY) -m pytest -q --runslow -m slow
+
+# The documentation site (Sphinx + MyST over docs/*.md), warnings as errors.
+docs: $(STAMP_TEST) $(CORE)
+	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
 clean:
 	rm -rf $(VENV) build *.egg-info pmsim/cache/_pmcore*.so pmsim/cache/_pmcore.c

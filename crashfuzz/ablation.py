@@ -18,7 +18,7 @@ list of workloads until one kills it. Each (mutation, domain) cell is
 
 A redundant cell is either harmless in that domain (under PDOM-2 every visible store is
 persistent, in order, so flushes and barriers order nothing) or a coverage gap of the workloads;
-:func:`explain` says which it can tell, and docs/ablation-*.md carries the rest.
+:func:`explain` says which it can tell, and ``docs/ablation-*.md`` carries the rest.
 """
 
 from __future__ import annotations
