@@ -72,6 +72,9 @@ how the units were spread over jobs (see :func:`fuzz`)."""
 
 READS_CACHED = 1 << 14
 """Read sets up to this many words are cached per image hash (a larger one is recomputed)."""
+PROBE_CLASSES = 16
+"""A point under the budget abandons classes after this many if they were small (see
+:class:`~crashfuzz.classes.ReadClasses`)."""
 MATCH_STATES = 1 << 18
 """A space that is not a product is matched to classes only up to this many states (they are
 enumerated in Python)."""
@@ -747,11 +750,14 @@ class Campaign:
 
     def _classes_first(self, space: Any) -> bool:
         """Whether to check ``space`` by read-set classes: a product with more than
-        ``class_from`` distinct images (the walk over products costs one recovery per class),
-        any other kind only over the budget and up to :data:`MATCH_STATES` (its states are
-        enumerated in Python to be matched, slower than enumerating its images in the C core)."""
+        ``class_from`` distinct images (the walk costs one recovery per class), an ordered space
+        over the budget (below it the C core enumerates its images faster than the walk, whose
+        boxes may hold no state), a PDOM-2 prefix space over the budget and up to
+        :data:`MATCH_STATES` (its states are enumerated in Python to be matched)."""
         if space.kind == "product":
             return space.count > self.cfg.budget or space.distinct_count() > self.cfg.class_from
+        if space.kind == "ordered":
+            return space.count > max(self.cfg.budget, self.cfg.class_from)
         return max(self.cfg.budget, self.cfg.class_from) < space.count <= MATCH_STATES
 
     def _by_class(self, space: Any, report: Report,
@@ -773,11 +779,12 @@ class Campaign:
                 got = self.last_reads
             return got
 
-        limit = self.cfg.class_limit
-        if space.kind == "product" and space.count <= self.cfg.budget:
+        limit, probe = self.cfg.class_limit, 0
+        if space.count <= self.cfg.budget:
             # classes must beat enumerating the distinct images clearly, or are abandoned early
-            limit = min(limit, max(1, space.distinct_count() // 4))
-        rc = ReadClasses(space, reads, limit, state_limit=MATCH_STATES)
+            n = space.distinct_count() if space.kind == "product" else space.count
+            limit, probe = min(limit, max(1, n // 4)), PROBE_CLASSES
+        rc = ReadClasses(space, reads, limit, state_limit=MATCH_STATES, probe=probe)
         reps = []
         for n, (rep, other, _) in enumerate(rc):
             h = space.hash(rep)

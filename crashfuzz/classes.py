@@ -49,11 +49,14 @@ class ReadClasses:
     """
 
     def __init__(self, space: StateSpace, reads: Reads, limit: int,
-                 state_limit: int = 1 << 21, record: bool = False) -> None:
+                 state_limit: int = 1 << 21, record: bool = False, probe: int = 0) -> None:
         self.space = space
         self.reads = reads
         self.limit = limit
         self.state_limit = state_limit
+        self.probe = probe
+        """Give up (incomplete) after this many classes of a product if they averaged fewer
+        than four states each: enumerating the images is then cheaper (0: never)."""
         self.complete = False
         self.covered = 0
         self.classes = 0
@@ -96,7 +99,12 @@ class ReadClasses:
         return out
 
     def __iter__(self) -> Iterator[tuple[State, State | None, int]]:
-        return self._walk() if self.space.kind == "product" else self._match()
+        if self.space.kind == "product":
+            return self._walk([])
+        if self.space.kind == "ordered":
+            assert self.space._ordered is not None
+            return self._walk(self.space._ordered.edges)
+        return self._match()
 
     def _match(self) -> Iterator[tuple[State, State | None, int]]:
         """Spaces with ordering edges (or PDOM-2 prefixes) are not products: enumerate their
@@ -142,14 +150,27 @@ class ReadClasses:
             self.covered += size
             yield rep, other, size
 
-    def _walk(self) -> Iterator[tuple[State, State | None, int]]:
+    def _walk(self, edges: list[tuple[int, int, int, int]]) -> Iterator[tuple[State, State | None, int]]:
+        """Split the product of the chains' ranges depth-first (module docstring). With
+        ordering ``edges`` the states are the members of the product that satisfy them: a box
+        without one is skipped, and a class's representative is its least member (members are
+        closed under the componentwise min and max, the edges being monotone implications);
+        sizes are then not counted (yielded as 0)."""
         root = [np.arange(a, b + 1, dtype=np.int64) for a, b in zip(self._lo, self._hi, strict=True)]
         stack = [root]
+        boxes = 0
         while stack:
-            if self.classes >= self.limit:
+            if self.classes >= self.limit or boxes >= 8 * self.limit + 64:
+                return
+            if self.probe and self.classes == self.probe and not edges \
+                    and self.covered < 4 * self.classes:
                 return
             allowed = stack.pop()
-            rep = tuple(int(a[0]) for a in allowed)
+            boxes += 1
+            least = _extreme(allowed, edges, low=True)
+            if least is None:
+                continue  # no state of the space in this box
+            rep = tuple(least)
             touched = self._touched(self.reads(rep))
             inside = list(allowed)
             splits: list[tuple[int, np.ndarray]] = []
@@ -165,7 +186,12 @@ class ReadClasses:
             size = 1
             for a in inside:
                 size *= len(a)
-            other = tuple(int(a[-1]) for a in inside) if size > 1 else None
+            if edges:
+                most = _extreme(inside, edges, low=False)
+                other = tuple(most) if most is not None and tuple(most) != rep else None
+                size = 0
+            else:
+                other = tuple(int(a[-1]) for a in inside) if size > 1 else None
             self.classes += 1
             self.covered += size
             self.members = inside
@@ -178,3 +204,33 @@ class ReadClasses:
                 rest[i] = out
                 stack.append(rest)
         self.complete = True
+        if edges:
+            self.covered = self.space.count
+
+
+def _extreme(allowed: list[np.ndarray], edges: list[tuple[int, int, int, int]],
+             low: bool) -> list[int] | None:
+    """The least (``low``) or greatest member of the box ``allowed`` (per chain, sorted prefix
+    lengths) that satisfies every edge ``(x, i, y, j)``: ``x_y >= j`` implies ``x_x >= i``;
+    None if there is none. From the box's corner, raise ``x_x`` (least) or lower ``x_y``
+    (greatest) to the nearest allowed value until no edge is violated."""
+    x = [int(a[0] if low else a[-1]) for a in allowed]
+    changed = True
+    while changed:
+        changed = False
+        for xi, i, yi, j in edges:
+            if x[yi] >= j and x[xi] < i:
+                if low:
+                    a = allowed[xi]
+                    k = int(np.searchsorted(a, i))
+                    if k == len(a):
+                        return None
+                    x[xi] = int(a[k])
+                else:
+                    a = allowed[yi]
+                    k = int(np.searchsorted(a, j)) - 1
+                    if k < 0:
+                        return None
+                    x[yi] = int(a[k])
+                changed = True
+    return x
