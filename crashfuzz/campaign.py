@@ -31,7 +31,7 @@ import itertools
 import os
 import threading
 import time
-from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
@@ -75,9 +75,6 @@ READS_CACHED = 1 << 14
 PROBE_CLASSES = 16
 """A point under the budget abandons classes after this many if they were small (see
 :class:`~crashfuzz.classes.ReadClasses`)."""
-MATCH_STATES = 1 << 18
-"""A space that is not a product is matched to classes only up to this many states (they are
-enumerated in Python)."""
 VERIFY_CLASSES = 8
 """Read-set classes per crash point whose second member is recovered too, as a check that the
 read log saw every read (a runtime reading the engine's arrays without ``note_reads``)."""
@@ -742,28 +739,30 @@ class Campaign:
                     break
         return candidate
 
-    def _keep_reads(self, h: tuple[int, int]) -> None:
-        """Cache the read set of the image just recovered, unless it is large (a recovery that
-        scans the whole region): then it is recovered again if another point needs it."""
-        if len(self.last_reads) <= READS_CACHED:
+    def _recover_logged(self, h: tuple[int, int], img: np.ndarray, report: Report, track: bool
+                        ) -> tuple[Runtime | None, Hashable, list[str], Trace | None]:
+        """Recover ``img`` (counted); with ``track`` cache the words it read under ``h``, unless
+        they are many (a recovery that scans the whole region is recovered again if needed)."""
+        report.recoveries += 1
+        out = self.recover(img, track=track)
+        if track and len(self.last_reads) <= READS_CACHED:
             self._read_sets[h] = frozenset(self.last_reads)
+        return out
 
     def _classes_first(self, space: Any) -> bool:
         """Whether to check ``space`` by read-set classes: a product with more than
         ``class_from`` distinct images (the walk costs one recovery per class), an ordered space
         over the budget (below it the C core enumerates its images faster than the walk, whose
-        boxes may hold no state), a PDOM-2 prefix space over the budget and up to
-        :data:`MATCH_STATES` (its states are enumerated in Python to be matched)."""
+        boxes may hold no state); never a PDOM-2 prefix space (one state per store: cheap)."""
         if space.kind == "product":
             return space.count > self.cfg.budget or space.distinct_count() > self.cfg.class_from
-        if space.kind == "ordered":
-            return space.count > max(self.cfg.budget, self.cfg.class_from)
-        return max(self.cfg.budget, self.cfg.class_from) < space.count <= MATCH_STATES
+        return space.kind == "ordered" and space.count > max(self.cfg.budget, self.cfg.class_from)
 
     def _by_class(self, space: Any, report: Report,
                   outcome: Callable[[tuple[int, int], np.ndarray, bool], tuple[Hashable, list[str]]],
-                  deep: bool = False) -> list[tuple[tuple[int, int], np.ndarray]] | None:
-        """One (hash, image) per read-set class of a ``space`` over the budget
+                  deep: bool = False) -> Iterator[tuple[tuple[int, int], np.ndarray]] | None:
+        """One (hash, image) per read-set class of a ``space`` (images built lazily; every
+        outcome is already cached by hash)
         (:mod:`crashfuzz.classes`), every outcome computed by ``outcome(hash, image, track)``;
         None when the classes exceed ``class_limit`` or two members of a class recover
         differently (the read log missed a read: counted, and the point is sampled). The
@@ -784,17 +783,17 @@ class Campaign:
             # classes must beat enumerating the distinct images clearly, or are abandoned early
             n = space.distinct_count() if space.kind == "product" else space.count
             limit, probe = min(limit, max(1, n // 4)), PROBE_CLASSES
-        rc = ReadClasses(space, reads, limit, state_limit=MATCH_STATES, probe=probe)
+        rc = ReadClasses(space, reads, limit, probe=probe)
         reps = []
         for n, (rep, other, _) in enumerate(rc):
             h = space.hash(rep)
             if other is not None and n < VERIFY_CLASSES:
                 h2 = space.hash(other)
-                if h2 != h and (outcome(h, space.image(rep), False)
-                                != outcome(h2, space.image(other), False)):
+                if h2 != h and outcome(h, space.image(rep), False) != outcome(
+                        h2, space.image(other), False):
                     report.read_log_misses += 1
                     return None
-            reps.append((h, space.image(rep)))
+            reps.append((h, rep))
         if not rc.complete:
             return None
         if deep:
@@ -803,7 +802,7 @@ class Campaign:
         else:
             report.points_classed += 1
             report.read_classes += rc.classes
-        return reps
+        return ((h, space.image(st)) for h, st in reps)
 
     def _outcome(self, h: tuple[int, int], img: np.ndarray, report: Report,
                  k: int, track: bool = False) -> tuple[Hashable, list[str], str | None, bool]:
@@ -812,15 +811,10 @@ class Campaign:
         recovery read (in ``_read_sets``), recovering again if the outcome was known."""
         out = self._outcomes.get(h)
         if out is not None and track and h not in self._read_sets:
-            report.recoveries += 1
-            self.recover(img, track=True)
-            self._keep_reads(h)
+            self._recover_logged(h, img, report, True)
         if out is None:
             report.distinct_images += 1
-            report.recoveries += 1
-            rt, data, errors, _ = self.recover(img, track=track)
-            if track:
-                self._keep_reads(h)
+            rt, data, errors, _ = self._recover_logged(h, img, report, track)
             data = self.oracle.canonical(k, data)  # one shared object per correct outcome
             wrote = rt is not None and bool(rt.m.count("stores"))
             newtx = None
@@ -982,15 +976,10 @@ class Campaign:
         ``track`` as for :meth:`_outcome`."""
         out = self._outcomes[h][:2] if h in self._outcomes else self._deep_outcomes.get(h)
         if out is not None and track and h not in self._read_sets:
-            report.recoveries += 1
-            self.recover(img, track=True)
-            self._keep_reads(h)
+            self._recover_logged(h, img, report, True)
         if out is None:
             report.deep_distinct += 1
-            report.recoveries += 1
-            _, data, errors, _ = self.recover(img, track=track)
-            if track:
-                self._keep_reads(h)
+            _, data, errors, _ = self._recover_logged(h, img, report, track)
             out = self._deep_outcomes[h] = (data, errors)
         return out
 

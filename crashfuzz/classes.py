@@ -11,8 +11,9 @@ product: per free chain, the prefix lengths that give each read word of that cha
 had. What is left of the space after taking a class out is a disjoint union of products (fix
 the first ``j`` touched chains to the class, move chain ``j+1`` outside it), so the search is a
 depth-first walk over products that stops when the space is covered. Class sizes add up to the
-state count exactly; a point is then checked exhaustively with one recovery per class instead
-of one per distinct image.
+state count exactly. With ordering edges the same boxes are walked and only the states that
+satisfy the edges kept (:meth:`ReadClasses._walk`). A point is then checked exhaustively
+with one recovery per class instead of one per distinct image.
 
 Typical win: before a log's fence the log lines are free (in Px86 every word of them is a chain
 of its own), but recovery reads a clear flag and never looks at the log, so ``9**k`` states are
@@ -21,8 +22,8 @@ classes; past the caller's limit the point is sampled as before.
 
 The word sets are only as good as the read log. Instruction reads and the machine's untimed
 reads are logged; code reading the engine's arrays directly must call ``note_reads``. The
-campaign therefore also recovers a second, maximally different member of every class of two or
-more states and treats any disagreement as a miss of the log (the point is then sampled and the
+campaign therefore also recovers a second, maximally different member of the first classes of
+a point and treats any disagreement as a miss of the log (the point is then sampled and the
 report counts it), so a runtime with an unlogged read path loses the reduction, not bugs.
 """
 
@@ -39,9 +40,8 @@ Reads = Callable[[State], Collection[int]]
 
 
 class ReadClasses:
-    """Iterate ``(representative, other member or None, class size)`` over a state space:
-    a product is split depth-first (the module docstring); other kinds are enumerated and
-    matched (:meth:`_match`).
+    """Iterate ``(representative, other member or None, class size)`` over a product or an
+    ordered state space, split depth-first (the module docstring and :meth:`_walk`).
 
     ``reads(state)`` recovers the state's image and returns the PM word indices read. After the
     iteration ``complete`` says whether the classes cover the space (False: the ``limit`` on
@@ -49,11 +49,12 @@ class ReadClasses:
     """
 
     def __init__(self, space: StateSpace, reads: Reads, limit: int,
-                 state_limit: int = 1 << 21, record: bool = False, probe: int = 0) -> None:
+                 probe: int = 0) -> None:
+        if space.kind not in ("product", "ordered"):
+            raise ValueError(f"read-set classes walk product or ordered spaces, not {space.kind!r}")
         self.space = space
         self.reads = reads
         self.limit = limit
-        self.state_limit = state_limit
         self.probe = probe
         """Give up (incomplete) after this many classes of a product if they averaged fewer
         than four states each: enumerating the images is then cheaper (0: never)."""
@@ -70,7 +71,6 @@ class ReadClasses:
         self._base = ix.trace.base.view(np.uint64)
         self._values: dict[tuple[int, int], np.ndarray] = {}
         self.members: list[np.ndarray] = []
-        self.owner: dict[State, int] | None = {} if record else None
 
     def _word_values(self, i: int, w: int) -> np.ndarray:
         """Value of PM word ``w`` after each prefix ``lo..hi`` of free chain ``i``."""
@@ -101,54 +101,8 @@ class ReadClasses:
     def __iter__(self) -> Iterator[tuple[State, State | None, int]]:
         if self.space.kind == "product":
             return self._walk([])
-        if self.space.kind == "ordered":
-            assert self.space._ordered is not None
-            return self._walk(self.space._ordered.edges)
-        return self._match()
-
-    def _match(self) -> Iterator[tuple[State, State | None, int]]:
-        """Spaces with ordering edges (or PDOM-2 prefixes) are not products: enumerate their
-        states (up to ``state_limit``, no images built) and give each to the first class whose
-        representative's read words hold the same values; a state no class takes becomes a
-        representative. Classes are yielded when every state has one."""
-        groups: dict[tuple[tuple[int, int], ...], dict[tuple[int, ...], int]] = {}
-        tables: dict[tuple[tuple[int, int], ...], list[tuple[int, np.ndarray, int]]] = {}
-        reps: list[State] = []
-        others: list[State | None] = []
-        sizes: list[int] = []
-        for n, x in enumerate(self.space.exhaustive()):
-            if n >= self.state_limit:
-                return
-            found = None
-            for key, table in groups.items():
-                vals = tuple(int(v[x[i] - lo]) for i, v, lo in tables[key])
-                found = table.get(vals)
-                if found is not None:
-                    break
-            if found is not None:
-                sizes[found] += 1
-                others[found] = x
-                if self.owner is not None:
-                    self.owner[x] = found
-                continue
-            if len(reps) >= self.limit:
-                return
-            touched = self._touched(self.reads(x))
-            key = tuple(sorted((i, w) for i, ws in touched.items() for w in ws))
-            if key not in tables:
-                tables[key] = [(i, self._word_values(i, w), self._lo[i]) for i, w in key]
-            vals = tuple(int(v[x[i] - lo]) for i, v, lo in tables[key])
-            groups.setdefault(key, {})[vals] = len(reps)
-            if self.owner is not None:
-                self.owner[x] = len(reps)
-            reps.append(x)
-            others.append(None)
-            sizes.append(1)
-        self.complete = True
-        for rep, other, size in zip(reps, others, sizes, strict=True):
-            self.classes += 1
-            self.covered += size
-            yield rep, other, size
+        assert self.space._ordered is not None
+        return self._walk(self.space._ordered.edges)
 
     def _walk(self, edges: list[tuple[int, int, int, int]]) -> Iterator[tuple[State, State | None, int]]:
         """Split the product of the chains' ranges depth-first (module docstring). With

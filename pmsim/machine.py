@@ -116,41 +116,19 @@ class Cpu:
             self.load, self.cas, self.xchg, self.store, self.ntstore = ld, cas, xchg, st, nt
             return
         base, size = self.machine._pm_base, self.machine._pm_size
-        read, wrote = log.read, log.wrote
 
-        def load(addr: int) -> int:
-            off = addr - base
-            if 0 <= off < size:
-                read(off >> 3)
-            return ld(addr)
+        def logged(op: Callable[..., Any], *marks: Callable[[int], None]) -> Callable[..., Any]:
+            def run(addr: int, *args: int) -> Any:
+                off = addr - base
+                if 0 <= off < size:
+                    for mark in marks:
+                        mark(off >> 3)
+                return op(addr, *args)
+            return run
 
-        def cas_(addr: int, expected: int, value: int) -> int:
-            off = addr - base
-            if 0 <= off < size:
-                read(off >> 3)
-                wrote(off >> 3)
-            return cas(addr, expected, value)
-
-        def xchg_(addr: int, value: int) -> int:
-            off = addr - base
-            if 0 <= off < size:
-                read(off >> 3)
-                wrote(off >> 3)
-            return xchg(addr, value)
-
-        def store(addr: int, value: int) -> None:
-            off = addr - base
-            if 0 <= off < size:
-                wrote(off >> 3)
-            st(addr, value)
-
-        def ntstore(addr: int, value: int) -> None:
-            off = addr - base
-            if 0 <= off < size:
-                wrote(off >> 3)
-            nt(addr, value)
-
-        self.load, self.cas, self.xchg, self.store, self.ntstore = load, cas_, xchg_, store, ntstore
+        self.load, self.cas, self.xchg = (logged(ld, log.read), logged(cas, log.read, log.wrote),
+                                          logged(xchg, log.read, log.wrote))
+        self.store, self.ntstore = logged(st, log.wrote), logged(nt, log.wrote)
 
     # -- time --------------------------------------------------------------------------------
     @property
