@@ -40,6 +40,7 @@ class Progress:
         self.t0 = time.perf_counter()
 
     def __call__(self, done: int, total: int) -> None:
+        _raise_signalled()  # a stop request whose exception Python dropped
         if not self.enabled:
             return
         width = 30
@@ -69,8 +70,22 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the main thread like Ctrl-C so that a run stops the same way."""
 
 
-def _on_sigterm(signum: int, frame: Any) -> None:
-    raise _Terminated("terminated")
+_SIGNALLED: list[int] = []
+"""Signals this process has received. The handler raises at once, but Python drops an
+exception raised while a finalizer or a generator's close runs ("Exception ignored in"), so a
+campaign also checks this between units and cannot miss a stop request that way."""
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    _SIGNALLED.append(signum)
+    _raise_signalled()
+
+
+def _raise_signalled() -> None:
+    if signal.SIGTERM in _SIGNALLED:
+        raise _Terminated("terminated")
+    if _SIGNALLED:
+        raise KeyboardInterrupt
 
 
 def _exit_code(e: BaseException) -> int:
@@ -426,7 +441,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers = {}
     if threading.current_thread() is threading.main_thread():
         handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-        signal.signal(signal.SIGTERM, _on_sigterm)
+        _SIGNALLED.clear()
+        signal.signal(signal.SIGTERM, _on_signal)
+        signal.signal(signal.SIGINT, _on_signal)
     try:
         return int(args.fn(args))
     except PmsimError as e:
