@@ -15,8 +15,11 @@ What the unit models (card ``loc.md`` §3-§5, §10):
   data lines" is a persist-order edge (:func:`meta_after_data`), not a wait: the card's atomic
   512-byte group is not one burst, and the per-line order is its sound over-approximation.
 * **Eager Commit.** No commit record: a transaction's last logged block (or a count-only stub
-  tag) carries TxCnt, and recovery commits a transaction whose distinct logged lines, plus the
-  lines coalesced into committed successors, equal TxCnt.
+  tag) carries TxCnt, and recovery commits a transaction whose log copies, plus the versions
+  coalesced into committed successors, equal TxCnt. TxCnt counts copies, not the card's
+  distinct lines: a line spilled early and written again is logged twice, and with a count of
+  distinct lines its early copy completes the count while its final copy may be lost (the
+  card's M2 row, which pmsim's fuzzing found on ``loc-spill``).
 * **Speculative Persistence.** Up to ``sd`` writing transactions form a window. When a later
   transaction commits, older TxDirty versions of the lines it wrote are coalesced (dropped
   unlogged) and a dependency pair ``<Tx, Ty, n>`` is counted. The window closes at its SD-th
@@ -207,13 +210,13 @@ def decode(words: Words, lay: LogLayout, pm_base: int, mode: str, txid_bits: int
             pairs.setdefault(tx, []).append((ty, n))
     order = [t for t in range(start_txid, last + 1) if t not in aborted]
     committed: dict[int, bool] = {}
-    distinct = check("loc.recover.distinct-addr")
+    copies = check("loc.recover.count-copies")
 
     def complete(t: int, extra: int = 0) -> tuple[bool, int]:
         ts = tags.get(t, [])
         data = [line for _, _, stub, _, line in ts if not stub]
         cnt = max((c for *_, c, _ in ts), default=0)
-        return cnt > 0 and (len(set(data)) if distinct else len(data)) + extra == cnt, cnt
+        return cnt > 0 and (len(data) if copies else len(set(data))) + extra == cnt, cnt
 
     if mode == "hwal":  # strictly ordered: the commit record, and the count against aborts
         done = head[1]
@@ -337,6 +340,7 @@ class TxState:
     rt_txid: int
     lines: set[int] = field(default_factory=set)
     emitted: int = 0
+    coalesced: int = 0  # versions dropped unlogged into successors (the pairs' n, summed)
     committed: bool = False
     aborted: bool = False
     pairs: dict[int, int] = field(default_factory=dict)
@@ -368,6 +372,7 @@ class Crl:
     writes only after the window is durable; "own-log": after the transaction's own blocks were
     issued, the paper's literal gate), ``coalesce_at`` ("commit" or "write"), ``overflow_to_home``,
     ``count_on_overflow``, ``ack_before_wait``, ``pair_for_logged``, ``coalesce_without_pair``,
+    ``count_lines`` (TxCnt and the recovery count over distinct lines, the card's rule),
     ``group_per_tx`` (end the group after each transaction's blocks at a close, so one META line
     never holds two transactions' tags), and ``groups_per_tx`` (free groups a new writing
     transaction needs, else the CRL closes the window and truncates).
@@ -495,7 +500,7 @@ class Crl:
                 for i, w in enumerate(v.words):
                     c.store((ln << 6) + 8 * i, w)
             return
-        cnt = len(st.lines) if (st is not None and self.o.count_on_overflow) else 0
+        cnt = self._txcnt(st, 1) if (st is not None and self.o.count_on_overflow) else 0
         self._log_block(cpu, v.txid, ln, v.words, cnt)
         if st is not None:
             st.emitted += 1
@@ -565,8 +570,8 @@ class Crl:
                     if v.dirty:
                         self._clean(v, line)
                         self._coalesce(v, st, line)
-                    elif self.o.pair_for_logged and self._tx(v.txid) is not None:
-                        self._coalesce(v, st, line)
+                    elif self.o.pair_for_logged and (prev := self._tx(v.txid)) is not None:
+                        prev.pairs[st.txid] = prev.pairs.get(st.txid, 0) + 1
                 vs[:] = vs[-1:]
         if self.o.home_gate == "own-log":
             self._log_tx(cpu, st, release=True)
@@ -582,7 +587,16 @@ class Crl:
         if self.o.coalesce_without_pair:
             prev.lines.discard(line)
             return
+        prev.coalesced += 1
         prev.pairs[succ.txid] = prev.pairs.get(succ.txid, 0) + 1
+
+    def _txcnt(self, st: TxState, more: int) -> int:
+        """TxCnt once ``more`` further blocks are emitted: every log copy of the transaction
+        (a line spilled early and logged again counts twice) plus its coalesced versions, so a
+        missing copy always leaves the count short. ``count_lines`` is the card's rule (distinct
+        lines), which a spilled line's early copy can complete while its final copy is lost."""
+        n = len(st.lines) if self.o.count_lines else st.emitted + more + st.coalesced
+        return min(n, CNT_MAX)
 
     def abort(self, cpu: Any, tx: Any) -> None:
         """TxAbort (before commit): drop the transaction's versions; keep its TxID (marked
@@ -609,7 +623,7 @@ class Crl:
         pending = [ln for ln in sorted(st.lines)
                    if self.versions.get(ln) and self.versions[ln][-1].txid == st.txid
                    and self.versions[ln][-1].dirty]
-        cnt = min(len(st.lines), CNT_MAX)
+        cnt = self._txcnt(st, len(pending))
         for i, ln in enumerate(pending):
             v = self.versions[ln][-1]
             self._log_block(cpu, st.txid, ln, v.words, cnt if i == len(pending) - 1 else 0)

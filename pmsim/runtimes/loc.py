@@ -83,6 +83,7 @@ class LocRuntime(FreeListAlloc, Runtime):
     ack_before_wait = False
     pair_for_logged = False
     coalesce_without_pair = False
+    count_lines = False
     group_per_tx = False
     """End the current block group after each transaction's blocks at a window close (one
     META line never holds two transactions' tags: fewer crash states per close, more slots)."""
@@ -116,7 +117,8 @@ class LocRuntime(FreeListAlloc, Runtime):
                                            "hwal.commit.wait-record"}
     CHECKS = {
         "loc.recover.sid-valid": "ignore groups whose SID is below the head's start SID",
-        "loc.recover.distinct-addr": "count a transaction's logged lines, not its log copies",
+        "loc.recover.count-copies": "count every log copy of a transaction (TxCnt counts a "
+                                    "line spilled early and logged again twice)",
         "loc.recover.count-complete": "commit only when logged + coalesced lines equal TxCnt",
         "loc.recover.pair-successor-committed": "count a pair only when its successor committed",
         "loc.recover.pairs-tail-to-head": "evaluate the window's transactions successors first",
@@ -284,9 +286,11 @@ for _m in (
            "a tag with TxCnt != 0 counts as a commit record: a torn transaction whose count "
            "block persisted is replayed",
            workload="script", txs=8),
-    Mutant("loc:M2", LOC_SPILL, (skip_check("loc.recover.distinct-addr"),), ALL,
-           "count log copies, not distinct lines: a line re-logged after an early spill makes a "
-           "transaction with a missing block look complete", needs="a spilled line written again",
+    Mutant("loc:M2", LOC_SPILL, (skip_check("loc.recover.count-copies"),
+                                  patch("count_lines", _set(True), "TxCnt over distinct lines")),
+           ALL, "the card's count of distinct lines (TxCnt and recovery): a line spilled early "
+           "and written again has two copies, and the early one completes the count while the "
+           "final one is lost", needs="a spilled line written again",
            workload="script", txs=8),
     Mutant("loc:M4", LocRuntime, (drop("loc.edge.meta-after-data"),), ALL,
            "META may persist before its data lines: a tag names a slot still holding garbage",

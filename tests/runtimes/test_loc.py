@@ -196,3 +196,18 @@ def test_meta_after_data_is_an_edge_the_campaign_uses() -> None:
     assert len(s.runtime.edge_providers()) == 1
     m4 = session("loc:M4", "script", txs=3)
     assert m4.runtime.edge_providers() == []
+
+
+def test_a_spilled_line_counts_every_copy() -> None:
+    """L15's campaign: a transaction spills line A early, writes A again and its final copy
+    lands in a group whose META is not durable. With the card's count of distinct lines the
+    early copy completes the count and recovery replays a torn transaction (loc:M2 keeps that
+    rule); counting copies leaves the count short."""
+    kw = dict(workload="sps", params=(("entries", 16), ("swaps", 2)), txs=12, budget=1 << 14,
+              idempotence=0, depth=1)
+    good = crashfuzz.fuzz(runtime="loc-spill", **kw)
+    assert good.ok and good.exhaustive, good.failures[0].summary() if good.failures else good
+    bad = crashfuzz.fuzz(runtime="loc:M2", **kw)
+    assert not bad.ok
+    assert {f.step for f in bad.failures} == {"loc.log.meta"}
+    assert all(f.kind == "data" for f in bad.failures)
