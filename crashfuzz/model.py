@@ -32,6 +32,10 @@ Non-temporal stores (NTSTORE) come in two flavours, told apart by the event's ``
   write-combining buffer): the event sits where the store left that buffer, became visible and
   reached the memory controller, so it is covered at once (persistent in PDOM-1/2, accepted
   in PDOM-0), together with the earlier stores of its chain.
+* ``aux == 2`` (*persisted*, a device write acknowledged by the media, e.g. a hardware log
+  written through a volatile queue): the event sits where the write is known durable, so it is
+  persistent at once in every domain (PDOM-0 too), together with the earlier stores of its
+  chain.
 
 Ordering edges come from *edge providers* (``EDGE_PROVIDERS``): callables
 ``provider(index, domain) -> Iterable[Edge]``. No domain needs one by default (CLFLUSH's
@@ -149,9 +153,11 @@ class TraceIndex:
         self.nthreads = int(self.tid.max()) + 1 if n else 1
         kind = self.kind.astype(np.int64)
         is_store = (kind == Ev.STORE) | (kind == Ev.NTSTORE) | ((kind == Ev.RMW) & (ev["aux"] == 1))
-        # 1 for a drained non-temporal store (aux 1): covered where it sits, not at a fence
-        self.drained = ((kind == Ev.NTSTORE) & (ev["aux"] == 1)).astype(np.uint8)
-        self.issued_nt = int(((kind == Ev.NTSTORE) & (ev["aux"] != 1)).sum())
+        # per event, a non-temporal store's aux: 0 issued (covered at its thread's fence),
+        # 1 drained (covered where it sits), 2 persisted (persistent where it sits); else 0
+        nt = kind == Ev.NTSTORE
+        self.drained = np.where(nt & (ev["aux"] <= 2), ev["aux"], 0).astype(np.uint8)
+        self.issued_nt = int((nt & (self.drained == 0)).sum())
         self.nwords = trace.size // ATOM
         pos = np.nonzero(is_store)[0]
         rel = ev["addr"][pos].astype(np.int64) - trace.pm_base
@@ -268,6 +274,8 @@ def sweep_python(ix: TraceIndex, domain: str) -> tuple[np.ndarray, np.ndarray, n
 
     * covered now (at ``i + 1``): the stores of a CLFLUSH's line (PDOM-0/1), a drained NTSTORE
       and its chain's earlier stores, and in PDOM-2 every store except an issued NTSTORE;
+    * persistent now in every domain: a persisted NTSTORE (aux 2) and its chain's earlier
+      stores;
     * pending until the thread's next fence: the stores a CLWB / CLFLUSHOPT covers (PDOM-0/1)
       and an issued NTSTORE;
     * "covered" raises ``lo`` in PDOM-1/2; in PDOM-0 it only makes the stores accepted, and a
@@ -309,6 +317,8 @@ def sweep_python(ix: TraceIndex, domain: str) -> tuple[np.ndarray, np.ndarray, n
             count[c] += 1
             if k == Ev.NTSTORE and not drained[i]:
                 pending.setdefault(t, {})[c] = count[c]
+            elif drained[i] == 2:
+                raise_lo(i + 1, c, count[c])
             elif pdom2 or drained[i]:
                 cover(i + 1, c, count[c])
         if k in FLUSH_KINDS:

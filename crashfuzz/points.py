@@ -8,9 +8,10 @@ Choices:
 
 * ``reduced`` (default, complete): a point just before each fence-like event (SFENCE, MFENCE,
   RMW), just before each CLFLUSH and each drained non-temporal store (PDOM-1: they raise lower
-  bounds where they sit), just before and just after each MARK, and at the end; ``since`` is
-  the previous point. Lower bounds only rise where a fence completes or a CLFLUSH / drained
-  NTSTORE takes effect, so in PDOM-0/1 the union over an interval equals the states at its last
+  bounds where they sit), just before each persisted non-temporal store (``aux`` 2, PDOM-0/1),
+  just before and just after each MARK, and at the end; ``since`` is the previous point. Lower
+  bounds only rise where a fence completes or a CLFLUSH / drained / persisted NTSTORE takes
+  effect, so in PDOM-0/1 the union over an interval equals the states at its last
   point. In PDOM-2 the union over an interval is a range of prefixes of the global store order,
   except inside an *NT window* (points where an issued non-temporal store is not yet fenced by
   its thread, see :func:`nt_window`): there the states at one point are a per-chain box, and
@@ -47,9 +48,10 @@ def store_mask(trace: Trace) -> np.ndarray:
 
 
 def issued_nt_mask(trace: Trace) -> np.ndarray:
-    """Per event: True for an issued (not drained, ``aux != 1``) non-temporal store."""
+    """Per event: True for an issued (neither drained, ``aux`` 1, nor persisted, ``aux`` 2)
+    non-temporal store."""
     ev = trace.events
-    return (ev["kind"] == Ev.NTSTORE) & (ev["aux"] != 1)
+    return (ev["kind"] == Ev.NTSTORE) & (ev["aux"] != 1) & (ev["aux"] != 2)
 
 
 def nt_window(trace: Trace) -> np.ndarray:
@@ -186,6 +188,9 @@ def reduced_points(trace: Trace, domain: str | None = None) -> list[CrashPoint]:
             add(f, "clflush")
         for f in np.nonzero((kinds == Ev.NTSTORE) & (ev["aux"] == 1))[0].tolist():
             add(f, "movnt")
+    if domain in (None, "pdom0", "pdom1"):
+        for f in np.nonzero((kinds == Ev.NTSTORE) & (ev["aux"] == 2))[0].tolist():
+            add(f, "persisted")
     if domain in (None, "pdom2"):
         issued = issued_nt_mask(trace)
         if issued.any():

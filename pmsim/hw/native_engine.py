@@ -49,6 +49,7 @@ from .reference import (
     as_ns,
     as_word,
     check_counter,
+    devwrite_aux,
 )
 
 _DOMAINS = {"pdom0": 0, "pdom1": 1, "pdom2": 2}
@@ -304,7 +305,7 @@ class CEngine:
         def devwrite(tid: int, addr: int, value: int, drained: int = 0) -> None:
             """A device write beside the caches: PM and the trace only (see the reference)."""
             try:
-                code = f_dev(m, tid, addr, value, 1 if drained else 0)
+                code = f_dev(m, tid, addr, value, devwrite_aux(drained))
             except (OverflowError, TypeError):
                 diagnose(tid, addr, False, ("value", value))
                 raise

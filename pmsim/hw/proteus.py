@@ -27,6 +27,15 @@ trace as *device writes* (``Engine.devwrite``):
   before the others are cleared, so every point between the writes recovers as the one atomic
   MC step of card M5 does.
 
+**Volatile queues** (``through``, the card's PMEM+pcommit machine, no ADR): the LPQ writes
+every entry through to NVM (no log-write removal) and acknowledges a log-flush only once NVM
+holds it. In PDOM-0 a drained write is only accepted by a volatile queue, so the payload words
+are *persisted* device writes at issue (durable where they sit in every domain; early, as
+drained ones are in PDOM-1, which recovery cannot tell apart: it reads whole entries only) and
+the acknowledgement re-writes the checksum word as a persisted one; END is written through the
+same way. Dropping ``proteus.ack.nvm`` (mutant X15) acknowledges from the volatile queue
+instead: a drained re-write, which PDOM-0 does not make durable.
+
 Timing: a log-flush is acknowledged ``rtt`` after it issues (at least; LPQ back-pressure delays
 it); the core stalls only when the LogQ is full (O3) and at tx-end, which waits for every
 acknowledgement (§3.4). The O1 wait of a store is absorbed by the StoreQ and not charged.
@@ -194,6 +203,7 @@ class LogLine:
     acked: bool = False
     state: str = "flight"  # flight, lpq, nvm, gone
     leave: float = float("inf")
+    durable_ack: bool = False  # acknowledged from NVM (volatile queues): persisted at the ack
 
 
 @dataclass
@@ -248,7 +258,8 @@ class ProteusUnit:
 
     def __init__(self, owner: Any, machine: Any, logs: Sequence[int], slots: int,
                  fmt: EntryFormat, logq: int = 16, llt_entries: int = 64, llt_ways: int = 8,
-                 lpq: int = 256, lwr: bool = True, mc_ns: float | None = None) -> None:
+                 lpq: int = 256, lwr: bool = True, mc_ns: float | None = None,
+                 through: bool = False) -> None:
         cfg = machine.config
         self.owner = owner
         self.m = machine
@@ -257,6 +268,7 @@ class ProteusUnit:
         self.logq_size = logq
         self.lpq_size = lpq
         self.lwr = lwr
+        self.through = through
         self.mc_ns = 10 / 3.4 if mc_ns is None else mc_ns
         self.rtt = cfg.pm.to_wpq_ns + self.mc_ns
         self.write_ns = cfg.pm.write_ns / max(1, cfg.pm.banks)
@@ -333,9 +345,10 @@ class ProteusUnit:
 
     # -- acknowledgements ----------------------------------------------------------------------
     def _ack(self, c: CoreState, line: LogLine) -> None:
-        """The core sees the acknowledgement: the entry is durable (drained re-write)."""
+        """The core sees the acknowledgement: the entry is durable (drained re-write of its
+        checksum word; from NVM, with volatile queues, a persisted one)."""
         k = self.fmt.end_word(line.words)
-        self.dev(c.tid, line.addr + 8 * k, line.words[k], 1)
+        self.dev(c.tid, line.addr + 8 * k, line.words[k], 2 if line.durable_ack else 1)
         line.acked = True
         if c.end_line is not None and line.seq == 0 and c.end_line is not line:
             self._discard_end(c)
@@ -404,12 +417,15 @@ class ProteusUnit:
         k = self.fmt.end_word(words)
         for i, w in enumerate(words):
             if i != k:
-                self.dev(c.tid, addr + 8 * i, w, 1)
+                self.dev(c.tid, addr + 8 * i, w, 2 if self.through else 1)
         self.dev(c.tid, addr + 8 * k, words[k], 0)
         cpu.work(self.m.config.costs.store_ns)
         line = LogLine(c.tid, c.txid, c.seq, slot, addr, words, 0.0)
         arrive = cpu.clock + self.rtt / 2
         line.ack = self._accept(line, arrive) + self.rtt / 2
+        if self.through and self.owner.hw_step(c.tid, "proteus.ack.nvm"):
+            line.ack = line.leave + self.rtt / 2
+            line.durable_ack = True
         if not self.owner.hw_step(c.tid, "proteus.ack.at-accept"):
             line.ack = cpu.clock
         if untracked:
@@ -463,7 +479,7 @@ class ProteusUnit:
         if self.owner.hw_step(c.tid, "proteus.mc.end-mark"):
             k = self.fmt.end_word(last.words)
             last.words[k] |= END
-            self.dev(c.tid, last.addr + 8 * k, last.words[k], 1)
+            self.dev(c.tid, last.addr + 8 * k, last.words[k], 2 if self.through else 1)
             self.counts.end_marks += 1
             if last.state == "nvm":
                 self.nvm[last.addr] = list(last.words)

@@ -143,6 +143,14 @@ def tsc(cfg: MachineConfig, tid: int, clock: float) -> int:
     return int(t)
 
 
+def devwrite_aux(drained: Any) -> int:
+    """A device write's trace ``aux``: 0 issued, 1 drained, 2 persisted (True counts as 1)."""
+    if drained.__class__ is not bool and drained not in (0, 1, 2):
+        raise ConfigError(f"devwrite: drained={drained!r}; use 0 (issued), 1 (drained: accepted "
+                          "by the memory controller) or 2 (persisted: acknowledged by the media)")
+    return int(drained)
+
+
 def check_counter(name: str) -> None:
     """Raise a ConfigError unless ``name`` is an integer statistic."""
     if name not in COUNTERS:
@@ -484,8 +492,10 @@ class PyEngine:
 
     def devwrite(self, tid: int, addr: int, value: int, drained: int = 0) -> None:
         """A write by a device beside the caches (the memory controller's log pending queue of
-        Proteus/ATOM): PM takes the value and the trace an NTSTORE (aux 0 issued, 1 drained);
-        no time, no cache or WPQ work, no counters (the device's model keeps its own)."""
+        Proteus/ATOM): PM takes the value and the trace an NTSTORE (aux ``drained``: 0 issued,
+        1 drained, 2 persisted; see :mod:`crashfuzz.model`); no time, no cache or WPQ work, no
+        counters (the device's model keeps its own)."""
+        aux = devwrite_aux(drained)
         r, w = self.mem.locate(addr)
         check_tid(self.cfg, tid)
         if r != self.mem.pm_index:
@@ -494,7 +504,7 @@ class PyEngine:
         if value.__class__ is not int or not 0 <= value <= U64:
             value = as_word(value)
         self.mem.arrays[r][w] = value
-        self._emit(Ev.NTSTORE, tid, 1 if drained else 0, int(addr), value)
+        self._emit(Ev.NTSTORE, tid, aux, int(addr), value)
 
     def _flush(self, tid: int, addr: int, kind: Ev) -> None:
         if addr.__class__ is not int:

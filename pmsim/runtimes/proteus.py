@@ -14,6 +14,10 @@ TX_END, whose processing at the memory controller is the commit point, clear the
   stalls, duplicate entries after LLT evictions and LPQ spills to NVM happen in small runs.
 * ``proteus-switch`` (fuzzing): a context switch every three logged stores (card §5: LogQ
   drained, the transaction's LPQ entries written to NVM, the LLT cleared).
+* ``proteus-pcommit``: the card's pcommit machine, whose memory-controller queues are volatile
+  (PDOM-0 too): the LPQ writes every entry through to NVM and acknowledges a log-flush only
+  from there, END is written through, and tx-end persists the data with ``sfence; pcommit;
+  sfence`` before TX_END. Acknowledging from the volatile queue instead is mutant X15.
 
 Locks serialise transactions (the workloads' per-structure locks). Allocation is not logged in
 the paper ("assumed failure-safe"); here a block's bitmap bit changes inside the transaction
@@ -27,7 +31,7 @@ entries unless one of them carries END, using the earliest entry of each block, 
 blocks, then persists END on that transaction's last entry: a crash during recovery repeats it.
 
 The LPQ must be in the persistence domain (card R6): PDOM-1 (ADR) or PDOM-2 (eADR). PDOM-0,
-where the memory controller's queues are volatile, is refused.
+where the memory controller's queues are volatile, is refused, except by ``proteus-pcommit``.
 """
 
 from __future__ import annotations
@@ -76,6 +80,9 @@ class ProteusRuntime(HwUndoRuntime):
     clear_by_core = True
     overflow_check = True
     log_first_block_only = False
+    log_through = False
+    """Volatile memory-controller queues (the pcommit machine): write every entry through to NVM
+    and acknowledge it from there; END through too; tx-end persists the data (pcommit)."""
     switch_every = 0
     """Context switches (card §5): one after every this many logged stores of a transaction
     (0: none, as in the paper's runs)."""
@@ -89,6 +96,8 @@ class ProteusRuntime(HwUndoRuntime):
                                        "log-flush is acknowledged (a persist-order edge)"),
         "proteus.ack.at-accept": ("edge", "the MC acknowledges a log-flush once it holds it in "
                                   "the LPQ (not when it is sent)"),
+        "proteus.ack.nvm": ("edge", "volatile queues: a log-flush is acknowledged only once NVM "
+                            "holds it, not when the volatile LPQ takes it"),
         "proteus.end.wait-acks": ("order", "tx-end waits for every log acknowledgement"),
         "proteus.end.flush": ("flush", "clwb every line the transaction modified"),
         "proteus.end.fence": ("fence", "sfence: the data in the WPQ before TX_END"),
@@ -107,6 +116,7 @@ class ProteusRuntime(HwUndoRuntime):
         "proteus.recover.end": ("group", "recovery: END on the undone transaction's last entry"),
         "proteus.recover.fence-end": ("order", "recovery: END durable before recovery returns"),
     }
+    OMIT_STEPS = frozenset(ALLOC_STEPS) | {"proteus.ack.nvm"}
     CHECKS = {
         "proteus.recover.earliest": "undo each block from its earliest entry in seq order (O6)",
         "proteus.recover.whole-entry": "ignore an entry whose checksum fails (a log-flush that "
@@ -120,7 +130,16 @@ class ProteusRuntime(HwUndoRuntime):
     def _make_unit(self, machine: Any, layout: Any, slots: int) -> ProteusUnit:
         return ProteusUnit(self, machine, layout.log, slots, self.unit_format, logq=self.logq,
                            llt_entries=self.llt_entries, llt_ways=self.llt_ways, lpq=self.lpq,
-                           lwr=self.lwr)
+                           lwr=self.lwr, through=self.log_through)
+
+    def _tx_end(self, tx: Tx) -> None:
+        """tx-end; with volatile queues the data's fence is a persist barrier (pcommit)."""
+        if not self.log_through:
+            super()._tx_end(tx)
+            return
+        cpu = tx.cpu
+        self.unit.tx_end(cpu, lambda lines: self.flush(cpu, "proteus.end.flush", lines),
+                         lambda: self.order(cpu, "proteus.end.fence"))
 
     # -- transactions --------------------------------------------------------------------------
     def _log_stores(self, tx: Tx, addr: int, values: Sequence[int]) -> None:
@@ -196,8 +215,14 @@ class ProteusRuntime(HwUndoRuntime):
 
 
 PROTEUS_NOLWR = variant(ProteusRuntime, "proteus-nolwr", lwr=False,
-                        OMIT_STEPS=frozenset(ALLOC_STEPS) | {"proteus.mc.flash-clear",
-                                                              "proteus.mc.spill"})
+                        OMIT_STEPS=ProteusRuntime.OMIT_STEPS | {"proteus.mc.flash-clear",
+                                                                "proteus.mc.spill"})
+PROTEUS_PCOMMIT = variant(
+    ProteusRuntime, "proteus-pcommit", lwr=False, log_through=True,
+    supported_domains=("pdom0", "pdom1", "pdom2"),
+    OMIT_STEPS=frozenset(ALLOC_STEPS) | {"proteus.mc.flash-clear", "proteus.mc.spill"},
+    STEPS={"proteus.end.fence": ("order", "sfence (PDOM-0: sfence; pcommit; sfence): the data "
+                                 "durable before TX_END")})
 PROTEUS_TINY = variant(ProteusRuntime, "proteus-tiny", logq=2, llt_entries=2, llt_ways=1, lpq=3)
 PROTEUS_SWITCH = variant(ProteusRuntime, "proteus-switch", switch_every=3, fuzz_variant=True)
 """Fuzzing: a context switch every three logged stores (LPQ write-back, duplicates)."""
@@ -254,6 +279,10 @@ for _m in (
     Mutant("proteus:X12", PROTEUS_TINY, (drop("proteus.mc.spill"),), BOTH,
            "a full LPQ drops its oldest entry instead of writing it to NVM: a large transaction "
            "loses undo entries", needs="LPQ overflow", workload="bigtx", txs=2),
+    Mutant("proteus:X15", PROTEUS_PCOMMIT, (drop("proteus.ack.nvm"),), ("pdom0",),
+           "with volatile memory-controller queues, a log-flush acknowledged once the LPQ takes "
+           "it: the store goes out and may persist while the entry is lost with the queue",
+           workload="swap", txs=3),
     Mutant("proteus:X13", ProteusRuntime, (patch("log_first_block_only", _set(True),
                                                  "first block only"),), BOTH,
            "a store spanning 32-byte blocks logs only its first block: the others are torn",

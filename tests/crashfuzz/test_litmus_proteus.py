@@ -73,6 +73,8 @@ ROWS = {
     "PRO4z": (("px86",), ("pdom0",), (), A4),
     "PRO5": (BOTH, ADR, (), {(0, 0), (1, 0), (1, 1), (1, 2), (0, 2)}),
     "PRO5n": (BOTH, ADR, (), {(0, 0), (1, 0), (1, 1), (0, 1), (0, 2)}),
+    "PRO6": (BOTH, ("pdom0",), (), A3),
+    "PRO6x": (BOTH, ("pdom0",), (), A4),
     "ATOM1": (BOTH, ("pdom0",), (("L", "A"),), A3),
     "ATOM1n": (BOTH, ("pdom0",), (), A4),
     "ATOM2": (BOTH, ("pdom1",), O2, ATOM2_IMAGES),
@@ -112,13 +114,15 @@ class Encoded:
     def at(self, slot: int, word: int) -> int:
         return slot * self.fmt.nbytes + 8 * word
 
-    def issue(self, slot: int, blk: int) -> Encoded:
-        """A log-flush: the payload words drained, the checksum word issued."""
+    def issue(self, slot: int, blk: int, payload: int = 1) -> Encoded:
+        """A log-flush: the payload words drained (``payload`` 2: persisted, volatile queues),
+        the checksum word issued."""
         fmt = self.fmt
         data = [0x100 * (slot + 1) + j for j in range(fmt.data_words)]
         words = self.entries[slot] = fmt.pack(data, block(blk), 1, slot, 0)
         k = fmt.end_word(words)
-        self.rows += [(Ev.NTSTORE, 0, self.at(slot, i), w, 1) for i, w in enumerate(words) if i != k]
+        self.rows += [(Ev.NTSTORE, 0, self.at(slot, i), w, payload)
+                      for i, w in enumerate(words) if i != k]
         self.rows.append((Ev.NTSTORE, 0, self.at(slot, k), words[k], 0))
         return self
 
@@ -129,6 +133,13 @@ class Encoded:
     def ack(self, slot: int) -> Encoded:
         k = self.fmt.end_word([])
         return self._drained(slot, k, self.entries[slot][k])
+
+    def ack_nvm(self, slot: int) -> Encoded:
+        """The acknowledgement from NVM (volatile queues): the checksum word re-written as
+        persisted (aux 2)."""
+        k = self.fmt.end_word([])
+        self.rows.append((Ev.NTSTORE, 0, self.at(slot, k), self.entries[slot][k], 2))
+        return self
 
     def end(self, slot: int) -> Encoded:
         """TX_END: the MC sets END on the entry (a drained re-write)."""
@@ -189,6 +200,10 @@ TRACE_ROWS: dict[str, tuple[EntryFormat, Callable[[Encoded], Encoded], Observe, 
              lambda e, w: (e.payload(w, 0), e.entry(w, 0)), True),
     "PRO5": (PROTEUS, lambda e: e.issue(0, 0).ack(0).issue(1, 1).ack(1).end(1).clear(0),
              lambda e, w: (e.entry(w, 0), e.entry(w, 1)), True),
+    "PRO6": (PROTEUS, lambda e: e.issue(0, 0, 2).ack_nvm(0).store(1),
+             lambda e, w: (e.entry(w, 0), e.data(w, 1)), True),
+    "PRO6x": (PROTEUS, lambda e: e.issue(0, 0, 2).ack(0).store(1),
+              lambda e, w: (e.entry(w, 0), e.data(w, 1)), True),
     # ATOM: 64-byte blocks, an entry of two lines; a store retires after its entry's acknowledgement
     "ATOM2": (ATOM, lambda e: e.issue(0, 0).ack(0).store(0).issue(1, 1).ack(1).store(1),
               lambda e, w: (e.entry(w, 0), e.entry(w, 1), e.data(w, 0), e.data(w, 1)), True),

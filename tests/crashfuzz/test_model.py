@@ -49,8 +49,8 @@ def events(draw: st.DrawFn, max_events: int = 12, max_stores: int = 8, lines: in
             if stored and stores >= max_stores:
                 k, stored = Ev.SFENCE, 0
             stores += stored
-            # RMW: whether it stored; NTSTORE: issued (0) or drained (1)
-            aux = stored if k == Ev.RMW else draw(st.integers(0, 1)) if k == Ev.NTSTORE else 0
+            # RMW: whether it stored; NTSTORE: issued (0), drained (1) or persisted (2)
+            aux = stored if k == Ev.RMW else draw(st.integers(0, 2)) if k == Ev.NTSTORE else 0
             rows.append((k, t, line * 64 + atom * 8, v, aux))
         elif k in (Ev.CLFLUSH, Ev.CLFLUSHOPT, Ev.CLWB):
             rows.append((k, t, line * 64, 0, 0))
@@ -92,7 +92,10 @@ def brute_images(rows: list[tuple], k: int, order: str, domain: str,
         return rows[i][2] // 64
 
     def issued_nt(i: int) -> bool:
-        return rows[i][0] == Ev.NTSTORE and rows[i][4] != 1
+        return rows[i][0] == Ev.NTSTORE and rows[i][4] == 0
+
+    def persisted_nt(i: int) -> bool:
+        return rows[i][0] == Ev.NTSTORE and rows[i][4] == 2
 
     def fenced(t: int, a: int) -> int | None:
         """Position of thread t's first fence after a, if before k."""
@@ -127,6 +130,7 @@ def brute_images(rows: list[tuple], k: int, order: str, domain: str,
                 if rows[p][0] == Ev.PCOMMIT and fenced(rows[p][1], p) is not None:
                     G.add(s)
                     break
+    G |= {s for s in V if persisted_nt(s)}  # acknowledged by the media: durable everywhere
     order_pairs = [(a, b) for a, b in itertools.combinations(V, 2) if chain(a) == chain(b)]
     order_pairs += [(a, b) for a, b in before if b < k]
     out = set()

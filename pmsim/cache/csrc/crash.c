@@ -115,6 +115,8 @@ int64_t crash_sweep(const uint8_t *kind, const uint16_t *tid, const uint8_t *dra
             count[c]++;
             if (k == EV_NTSTORE && !drained[i])
                 rc = pool_push(&pool, &head[t], &tail[t], c, count[c]) < 0 ? -2 : 0;
+            else if (k == EV_NTSTORE && drained[i] == 2)
+                rc = raise_lo(&w, i + 1, c, count[c]);
             else if (domain == 2 || (k == EV_NTSTORE && drained[i]))
                 rc = cover(&w, i + 1, c, count[c]);
         }

@@ -25,7 +25,8 @@ typedef struct {
 int crash_tables_check(const crash_tables *t);
 
 /* Lower-bound sweep (domain: 0 PDOM-0, 1 PDOM-1, 2 PDOM-2). Per event: kind, tid, drained (1
- * for a non-temporal store that left the write-combining buffer where it sits, 0 otherwise),
+ * for a non-temporal store that left the write-combining buffer where it sits, 2 for one
+ * persistent where it sits in every domain, a device write acknowledged by the media; 0 else),
  * chain of a store (-1 otherwise), frow = row of a flushed line in line_table (nrows x 8 chain
  * ids, -1 padded; -1 when the line has no stores). Covered at once: a CLFLUSH's line (PDOM-0/1),
  * a drained NT store, every other store but an issued NT store (PDOM-2); covered at the

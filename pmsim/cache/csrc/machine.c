@@ -1265,7 +1265,7 @@ int pm_ntstore(pm_machine *m, int tid, uint64_t addr, uint64_t value)
 }
 
 /* A write by a device beside the caches (the memory controller's log pending queue): PM
-   takes the value and the trace an NTSTORE (aux 0 issued, 1 drained); no time, no cache or
+   takes the value and the trace an NTSTORE (aux 0 issued, 1 drained, 2 persisted); no time, no cache or
    WPQ work, no counters (the device's model keeps its own). */
 int pm_devwrite(pm_machine *m, int tid, uint64_t addr, uint64_t value, uint32_t drained)
 {
@@ -1274,7 +1274,7 @@ int pm_devwrite(pm_machine *m, int tid, uint64_t addr, uint64_t value, uint32_t 
     if (!pm)
         return PM_ERR_ADDR;
     *w = value;
-    emit(m, EV_NTSTORE, tid, drained ? 1u : 0u, addr, value);
+    emit(m, EV_NTSTORE, tid, drained > 2u ? 1u : drained, addr, value);
     return 0;
 }
 
