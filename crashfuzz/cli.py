@@ -23,6 +23,7 @@ from typing import Any
 
 from pmsim.cli import closed_pipe, int_in, positive_int
 from pmsim.errors import ConfigError, PmsimError
+from pmsim.interrupts import catching, raise_pending, stopped_by_sigterm
 
 MAX_SAMPLES = 1_000_000
 """Most samples at a crash point (they are drawn and held at once)."""
@@ -40,7 +41,7 @@ class Progress:
         self.t0 = time.perf_counter()
 
     def __call__(self, done: int, total: int) -> None:
-        _raise_signalled()  # a stop request whose exception Python dropped
+        raise_pending()  # a stop request whose exception Python dropped
         if not self.enabled:
             return
         width = 30
@@ -66,36 +67,9 @@ def _params(items: Sequence[str]) -> tuple[tuple[str, Any], ...]:
     return tuple(out)
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread like Ctrl-C so that a run stops the same way."""
-
-
-_SIGNALLED: list[int] = []
-"""Signals this process has received. The handler raises at once, but Python drops an
-exception raised while a finalizer or a generator's close runs ("Exception ignored in"), so a
-campaign also checks this between units and cannot miss a stop request that way."""
-
-
-def _on_signal(signum: int, frame: Any) -> None:
-    _SIGNALLED.append(signum)
-    _raise_signalled()
-
-
-def _raise_signalled() -> None:
-    if signal.SIGTERM in _SIGNALLED:
-        raise _Terminated("terminated")
-    if _SIGNALLED:
-        raise KeyboardInterrupt
-
-
 def _exit_code(e: BaseException) -> int:
     """128 + the signal that interrupted: 143 for SIGTERM (anywhere in the chain), else 130."""
-    seen: BaseException | None = e
-    while seen is not None:
-        if isinstance(seen, _Terminated):
-            return 128 + signal.SIGTERM
-        seen = seen.__cause__ or seen.__context__
-    return 128 + signal.SIGINT
+    return 128 + (signal.SIGTERM if stopped_by_sigterm(e) else signal.SIGINT)
 
 
 def _worker_init() -> None:
@@ -438,24 +412,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; exit status 0 / 1 / 2 (see the module), 130 on SIGINT, 143 on SIGTERM."""
     args = build_parser().parse_args(argv)
-    handlers = {}
-    if threading.current_thread() is threading.main_thread():
-        handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-        _SIGNALLED.clear()
-        signal.signal(signal.SIGTERM, _on_signal)
-        signal.signal(signal.SIGINT, _on_signal)
     try:
-        return int(args.fn(args))
+        with catching(sigterm=True, force=True):
+            return int(args.fn(args))
     except PmsimError as e:
         print(f"crashfuzz: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
         print("crashfuzz: interrupted", file=sys.stderr)
         return _exit_code(e)
-    finally:
-        for s, h in handlers.items():
-            if h is not None:
-                signal.signal(s, h)
 
 
 if __name__ == "__main__":

@@ -71,6 +71,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError, PmsimError
+from ..interrupts import catching, raise_pending
 
 PointFn = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -82,6 +83,10 @@ DASK_SCHEMES = ("tcp", "tls", "ws", "wss")
 
 DASK_CONNECT_TIMEOUT_S = 10.0
 """How long to try to reach a remote Dask scheduler before giving up."""
+
+WAKE_S = 1.0
+"""Seconds the sweep waits for a point before checking for a stop request (see
+:mod:`pmsim.interrupts`)."""
 
 _PR_SET_PDEATHSIG = 1
 """prctl option: the signal a process gets when its parent dies (Linux)."""
@@ -489,8 +494,10 @@ class _Sweep:
                         broken = True
                         break
                 done: set[Future[Any]] = set()
+                while running and not done:  # wakes to notice a Ctrl-C whose exception was lost
+                    done, _ = wait(running, timeout=WAKE_S, return_when=FIRST_COMPLETED)
+                    raise_pending()
                 if running:
-                    done, _ = wait(running, return_when=FIRST_COMPLETED)
                     if broken or any(isinstance(_outcome(f), BrokenProcessPool) for f in done):
                         broken = True
                         done, _ = wait(running)  # the rest of a broken pool fails with it
@@ -641,7 +648,8 @@ def _run(sw: _Sweep, spec: ExecutorSpec | None, executor: Any, pending: list[str
         pool = _LocalPool(sw.fn, workers)
     ok = False
     try:
-        sw.run_pool(pool, pending, retries)
+        with catching():
+            sw.run_pool(pool, pending, retries)
         ok = True
     finally:
         pool.close(abort=not ok)
