@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import signal
+from collections.abc import Iterator
 
 import pytest
 
@@ -21,6 +22,17 @@ class _SignalsInDel:
         os.kill(os.getpid(), self.sig)
         for _ in range(1000):  # the handler runs at a bytecode boundary, inside __del__
             pass
+
+
+@pytest.fixture(autouse=True)
+def _default_handlers() -> Iterator[None]:
+    """Python's own handlers, as in a terminal: a suite run as a background job of a shell
+    without job control starts with SIGINT ignored, which ``catching`` rightly leaves alone."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    old_term = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
+    signal.signal(signal.SIGINT, old)
+    signal.signal(signal.SIGTERM, old_term)
 
 
 def _lose(sig: int) -> None:
