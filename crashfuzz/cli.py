@@ -268,7 +268,8 @@ def _cmd_ablate(args: argparse.Namespace) -> int:
 
     base = FuzzConfig(runtime=args.runtime, txs=args.txs, seed=args.seed, idempotence=2,
                       reduce=False, budget=args.budget, samples=args.samples, new_tx=3,
-                      new_tx_every_image=True, depth=args.depth, threads=args.threads)
+                      new_tx_every_image=True, depth=args.depth, threads=args.threads,
+                      order=args.order)
 
     def show(cell: Any) -> None:
         line = f"{cell.mutation[:60]:60s} {cell.domain}: {cell.verdict:14s}"
@@ -385,6 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
     ab.add_argument("--domain", action="append", choices=["pdom0", "pdom1", "pdom2"])
     ab.add_argument("--step", action="append", help="only these steps, no swaps (repeatable)")
     ab.add_argument("--no-swaps", action="store_true", help="only drop steps")
+    ab.add_argument("--order", default="line", choices=["line", "px86"],
+                    help="persist order mode of every campaign")
     ab.add_argument("--txs", type=positive_int, default=8)
     ab.add_argument("--threads", type=int_in(1, 8), default=1,
                     help="worker threads (2+ for steps only other threads observe)")

@@ -14,6 +14,8 @@ What the unit models (card ``loc.md`` §3-§5, §10):
   its window closes. In the trace the hardware's rule "a group's META persists only after its
   data lines" is a persist-order edge (:func:`meta_after_data`), not a wait: the card's atomic
   512-byte group is not one burst, and the per-line order is its sound over-approximation.
+  A log line is one burst: in ``px86`` it persists as a prefix of its words
+  (:func:`line_bursts`), as every line does in ``line`` mode.
 * **Eager Commit.** No commit record: a transaction's last logged block (or a count-only stub
   tag) carries TxCnt, and recovery commits a transaction whose log copies, plus the versions
   coalesced into committed successors, equal TxCnt. TxCnt counts copies, not the card's
@@ -61,7 +63,7 @@ from typing import Any
 
 from ..config import LINE
 from ..errors import ConfigError
-from ..trace import Mark
+from ..trace import Ev, Mark
 
 SLOTS = 7
 """Data blocks per block group (the eighth line is META)."""
@@ -319,6 +321,47 @@ class MetaAfterData:
 def meta_after_data(lay: LogLayout) -> MetaAfterData:
     """The META-after-data edge provider of a log (picklable, for worker processes)."""
     return MetaAfterData(lay)
+
+
+@dataclass(frozen=True)
+class LineBursts:
+    """The edge provider of the rule "the CRL writes a log line as one burst", for ``px86``.
+
+    The card assumes a line-sized log write is atomic (its alternative to atomic 512-byte
+    groups). ``px86`` would otherwise let each word of a log line persist on its own; this
+    provider makes a burst persist as a prefix of its words (an edge from each word's store to
+    the next word's store of the same burst), the order ``line`` mode already gives every
+    line. A prefix is a superset of the atomic line's two states, so a recovery that passes
+    under it passes under the card's rule. ``line`` mode needs no edge."""
+
+    lay: LogLayout
+    __name__ = "loc_line_bursts"
+
+    def __call__(self, ix: Any, domain: str) -> list[Any]:
+        import numpy as np
+
+        from crashfuzz.model import Edge
+
+        if ix.order == "line":
+            return []
+        lay = self.lay
+        w0 = (lay.ring - ix.trace.pm_base) // 8
+        w1 = (lay.base + lay.nbytes - ix.trace.pm_base) // 8
+        rows = np.argsort(ix.st_event, kind="stable")  # the store table in trace order
+        w = ix.st_word[rows]
+        ev = ix.st_event[rows]
+        nt = ix.kind[ev] == Ev.NTSTORE
+        inlog = nt & (w >= w0) & (w < w1)
+        nxt = np.nonzero(inlog[:-1] & inlog[1:] & (w[1:] == w[:-1] + 1) & (w[1:] % 8 != 0)
+                         & (ix.tid[ev[1:]] == ix.tid[ev[:-1]]))[0]
+        chain, count = ix.st_chain[rows], ix.st_pos[rows] + 1
+        return [Edge(int(chain[i]), int(count[i]), int(chain[i + 1]), int(count[i + 1]))
+                for i in nxt.tolist()]
+
+
+def line_bursts(lay: LogLayout) -> LineBursts:
+    """The line-burst edge provider of a log (picklable, for worker processes)."""
+    return LineBursts(lay)
 
 
 # -- the CRL -------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import ConfigError
-from ..hw.loc import SLOTS, Crl, LogLayout, decode, meta_after_data, pack_head
+from ..hw.loc import SLOTS, Crl, LogLayout, decode, line_bursts, meta_after_data, pack_head
 from ..trace import Mark
 from .alloclog import ALLOC_STEPS, FreeListAlloc
 from .base import PB_DOMAINS, Runtime, Tx
@@ -93,6 +93,8 @@ class LocRuntime(FreeListAlloc, Runtime):
         "loc.log.meta": ("group", "write a group's META line: SID and 7 BLK-TAGs (movnt)"),
         "loc.edge.meta-after-data": ("edge", "hardware order: a tag persists only after its data "
                                      "line (a persist-order edge, no wait)"),
+        "loc.edge.line-burst": ("edge", "hardware order: a log line is one burst, persisting "
+                                "as a prefix of its words (px86; line mode has it already)"),
         "loc.close.record": ("group", "write the window record: first TxID, aborted TxIDs, "
                              "dependency pairs (movnt)"),
         "loc.close.wait": ("order", "the window's one ordering point: wait until its log, META "
@@ -201,9 +203,12 @@ class LocRuntime(FreeListAlloc, Runtime):
         env.process(closer())
 
     def edge_providers(self) -> list[Any]:
-        if self.dropped("loc.edge.meta-after-data"):
-            return []
-        return [meta_after_data(self.lay)]
+        out: list[Any] = []
+        if not self.dropped("loc.edge.meta-after-data"):
+            out.append(meta_after_data(self.lay))
+        if not self.dropped("loc.edge.line-burst"):
+            out.append(line_bursts(self.lay))
+        return out
 
     def counters(self) -> dict[str, float]:
         c = self.crl.counts

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 import crashfuzz
+from crashfuzz.model import TraceIndex
 from pmsim.cache import native
 from pmsim.errors import ConfigError
-from pmsim.hw.loc import LogLayout, checksum, decode, make_tag, pack_head, read_tag
+from pmsim.hw.loc import LogLayout, checksum, decode, line_bursts, make_tag, pack_head, read_tag
 from pmsim.runtimes.registry import get_runtime
 from pmsim.trace import Ev, Mark
 from pmsim.workloads import Session
@@ -187,24 +188,38 @@ def test_crash_fuzzing_finds_nothing(rt: str, wl: str, domain: str) -> None:
 def test_long_campaign(rt: str, wl: str, domain: str, order: str) -> None:
     rep = _fuzz(rt, wl, domain, order, 8)
     assert rep.ok, rep.failures[0].summary()
-    if order == "line" or (rt, wl) not in PX86_SAMPLED:
-        assert rep.exhaustive, f"{rep.points_sampled} points sampled"
+    assert rep.exhaustive, f"{rep.points_sampled} points sampled"
 
 
-PX86_SAMPLED = {("loc", "rbtree"), ("loc", "sps"), ("loc-fine", "rbtree"), ("loc-fine", "sps"),
-                ("loc-spill", "rbtree"), ("loc-wrap", "rbtree")}
-"""Campaigns with 1-9 sampled points in ``px86`` (docs/protocols/loc.md): a window close whose
-word-granular log lines split into more than 4,096 read-set classes, or, in PDOM-2, the open
-non-temporal log words of a close, whose classes double with each one."""
-
-
-def test_meta_after_data_is_an_edge_the_campaign_uses() -> None:
+def test_the_hardware_orders_are_edges_the_campaign_uses() -> None:
     rt = get_runtime("loc")
-    assert [s.kind for s in rt.persist_steps() if s.name == "loc.edge.meta-after-data"] == ["edge"]
+    edges = {"loc.edge.meta-after-data", "loc.edge.line-burst"}
+    assert {s.name for s in rt.persist_steps() if s.kind == "edge"} == edges
     s = session("loc", "script", txs=3)
-    assert len(s.runtime.edge_providers()) == 1
+    names = ["loc_meta_after_data", "loc_line_bursts"]
+    assert [p.__name__ for p in s.runtime.edge_providers()] == names
     m4 = session("loc:M4", "script", txs=3)
-    assert m4.runtime.edge_providers() == []
+    assert [p.__name__ for p in m4.runtime.edge_providers()] == names[1:]
+
+
+def test_a_log_line_persists_as_a_prefix_of_its_words_in_px86() -> None:
+    """An edge between neighbouring words of each non-temporal log line (7 per full line, one
+    fewer than the line's stores per line), pointing forward; none in line mode, where a line is
+    one chain already."""
+    s = session("loc-fine", "script", txs=6)
+    c = s.runtime.crl.counts  # type: ignore[attr-defined]
+    bursts = c.log_lines + c.meta_lines + c.record_lines
+    trace = s.machine.trace()
+    provider = line_bursts(s.runtime.lay)  # type: ignore[attr-defined]
+    ix = TraceIndex(trace, "px86")
+    edges = provider(ix, "pdom1")
+    nt = int((trace.events["kind"] == Ev.NTSTORE).sum())
+    assert c.record_lines and len(edges) == nt - bursts
+    for e in edges:
+        x, y = int(ix.chain_key[e.x_chain]), int(ix.chain_key[e.y_chain])
+        assert y == x + 1 and y % 8
+        assert ix.store_event_of(e.y_chain, e.y_count) == ix.store_event_of(e.x_chain, e.x_count) + 1
+    assert provider(TraceIndex(trace, "line"), "pdom1") == []
 
 
 def test_a_spilled_line_counts_every_copy() -> None:
