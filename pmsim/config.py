@@ -161,9 +161,15 @@ class PMConfig:
     wpq_entries: int = param(64, "entries", "write-pending-queue capacity; full => write-backs "
                              "stall (at most 4096)")
     to_wpq_ns: float = param(30.0, "ns", "time for a write-back or flush to reach the WPQ")
+    merge_writes: bool = param(False, "", "a write to a line whose queued write has not begun "
+                               "its media write merges into it (no entry, no media time), as "
+                               "gem5's memory controller merges bursts in its write queue")
 
     def __post_init__(self) -> None:
         _check_nonneg(self, "read_ns", "write_ns", "to_wpq_ns")
+        if not isinstance(self.merge_writes, bool):
+            raise _fail(self, "merge_writes", f"expected true or false, got "
+                        f"{self.merge_writes!r}", "Use True or False.")
         _check_posint(self, "banks", most=MAX_BANKS,
                       why=" (real controllers have 8-64; the engines keep a timer per bank)")
         _check_posint(self, "wpq_entries", most=MAX_WPQ,

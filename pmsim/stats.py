@@ -35,6 +35,8 @@ STAT_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("wpq_inserts", "u8", "lines inserted into the WPQ"),
     ("wpq_occ_sum", "u8", "sum of WPQ occupancy seen at each insert"),
     ("wpq_occ_max", "u8", "largest WPQ occupancy seen at an insert"),
+    ("wpq_merged", "u8", "line writes merged into a queued WPQ write of the same line whose "
+     "media write had not begun (no entry, no media write)"),
     ("pm_read_bytes", "u8", "bytes read from PM media"),
     ("pm_write_bytes", "u8", "bytes written to PM media"),
     ("dram_read_bytes", "u8", "bytes read from DRAM"),

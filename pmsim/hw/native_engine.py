@@ -87,6 +87,7 @@ def _config(ffi: Any, cfg: MachineConfig, mem: Memory, timed: bool = True) -> An
     c.llc_sets, c.llc_ways, c.llc_ns = cc.llc.sets, cc.llc.ways, float(cc.llc.latency_ns)
     c.pm_read_ns, c.pm_write_ns = float(cfg.pm.read_ns), float(cfg.pm.write_ns)
     c.to_wpq_ns, c.banks, c.wpq_entries = float(cfg.pm.to_wpq_ns), cfg.pm.banks, cfg.pm.wpq_entries
+    c.merge_writes = 1 if cfg.pm.merge_writes else 0
     c.dram_ns = float(cfg.dram.latency_ns)
     k = cfg.costs
     c.store_ns, c.flush_ns, c.fence_ns = float(k.store_ns), float(k.flush_ns), float(k.fence_ns)

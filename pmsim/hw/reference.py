@@ -209,7 +209,9 @@ class PyEngine:
         self.in_fixed_pb = [False] * cfg.cores
         self.wc = [0] * cfg.cores  # line + 1 of the thread's open write-combining buffer, 0: none
         n = cfg.pm.wpq_entries
-        self.wpq_ring = [0.0] * n
+        self.wpq_ring = [0.0] * n  # completion time of the last n inserts
+        self.wpq_start = [0.0] * n  # when each one's media write begins
+        self.wpq_line = [-1] * n  # the line each one writes
         self.wpq_idx = 0
         self.bank_free = [0.0] * cfg.pm.banks
         self._trace: list[tuple] = []
@@ -249,10 +251,19 @@ class PyEngine:
         return len(self._trace)
 
     # -- memory system -------------------------------------------------------------------------
-    def _wpq_insert(self, tid: int, arrive: float, line: int) -> float:
-        """Insert a line write into the WPQ; return the time it was accepted."""
+    def _wpq_insert(self, tid: int, arrive: float, line: int) -> tuple[float, float]:
+        """Insert a line write into the WPQ; return when it was accepted and when its media
+        write is done. With ``pm.merge_writes``, a write to a line whose queued write has not
+        begun its media write merges into it (as gem5's memory controller merges a burst already
+        in its write queue): no entry, no media write, accepted on arrival, done with that
+        write."""
         pm = self.cfg.pm
         n = pm.wpq_entries
+        st = self.stats[tid]
+        for i in range(n if pm.merge_writes else 0):
+            if self.wpq_line[i] == line and self.wpq_start[i] > arrive:
+                st["wpq_merged"] += 1
+                return arrive, self.wpq_ring[i]
         oldest = self.wpq_ring[self.wpq_idx]
         accept = arrive if arrive >= oldest else oldest
         bank = line % pm.banks
@@ -260,18 +271,19 @@ class PyEngine:
         done = start + pm.write_ns
         self.bank_free[bank] = done
         self.wpq_ring[self.wpq_idx] = done
+        self.wpq_start[self.wpq_idx] = start
+        self.wpq_line[self.wpq_idx] = line
         self.wpq_idx = (self.wpq_idx + 1) % n
         occ = 0
         for x in self.wpq_ring:
             if x > accept:
                 occ += 1
-        st = self.stats[tid]
         st["wpq_inserts"] += 1
         st["wpq_occ_sum"] += occ
         if occ > st["wpq_occ_max"]:
             st["wpq_occ_max"] = occ
         st["pm_write_bytes"] += LINE
-        return accept
+        return accept, done
 
     def _write_back_memory(self, tid: int, line: int, cause: int) -> float:
         """A dirty line leaves the caches; return the WPQ acceptance time (0 for DRAM)."""
@@ -279,8 +291,7 @@ class PyEngine:
         st = self.stats[tid]
         if self.mem.is_pm(addr):
             arrive = self.clock[tid] + self.cfg.pm.to_wpq_ns
-            accept = self._wpq_insert(tid, arrive, line)
-            done = self.wpq_ring[(self.wpq_idx - 1) % self.cfg.pm.wpq_entries]
+            accept, done = self._wpq_insert(tid, arrive, line)
             self._emit(Ev.WB, tid, cause, addr, int(round(done * 1000)))
             return accept
         st["dram_write_bytes"] += LINE
@@ -483,7 +494,7 @@ class PyEngine:
             self._emit(Ev.NTSTORE, tid, 0, addr, value)
             if not combined:
                 arrive = self.clock[tid] + self.cfg.pm.to_wpq_ns
-                accept = self._wpq_insert(tid, arrive, line)
+                accept, _ = self._wpq_insert(tid, arrive, line)
                 if accept > self.pending[tid]:
                     self.pending[tid] = accept
                 self.wc[tid] = line + 1

@@ -40,12 +40,14 @@ RESET_VOLATILE, RESET_TRACE, SET_CLOCK = 100, 101, 102
 VALUE_OPS = (ref.OP_LOAD, ref.OP_CAS, ref.OP_XCHG)
 
 
-def tiny(cores: int = 3, domain: str = "pdom1", barrier: str = "modelled") -> MachineConfig:
+def tiny(cores: int = 3, domain: str = "pdom1", barrier: str = "modelled",
+         merge: bool = False) -> MachineConfig:
     """A machine small enough that every eviction path and the full WPQ are exercised."""
     return MachineConfig(
         cores=cores,
         cache=CacheConfig(CacheLevel(1, 2, 1.1), CacheLevel(2, 2, 4.7), CacheLevel(4, 4, 13.3)),
-        pm=PMConfig(read_ns=97.3, write_ns=151.7, banks=3, wpq_entries=4, to_wpq_ns=7.9),
+        pm=PMConfig(read_ns=97.3, write_ns=151.7, banks=3, wpq_entries=4, to_wpq_ns=7.9,
+                    merge_writes=merge),
         costs=CostConfig(store_ns=0.3, flush_ns=1.7, fence_ns=2.9, rmw_ns=11.1, pcommit_ns=3.3,
                          lock_ns=20.0, snoop_ns=6.1),
         regions=(Region("dram", DRAM_BASE, DRAM_LINES * 64, "dram"),
@@ -111,7 +113,8 @@ def ops(draw: Any, cores: int, errors: bool = False, pseudo: bool = False) -> tu
 @st.composite
 def scenarios(draw: Any, max_ops: int = 60, errors: bool = False, pseudo: bool = False) -> tuple:
     cores = draw(st.integers(1, 3))
-    cfg = tiny(cores, draw(st.sampled_from(DOMAINS)), draw(st.sampled_from(["modelled", "fixed"])))
+    cfg = tiny(cores, draw(st.sampled_from(DOMAINS)), draw(st.sampled_from(["modelled", "fixed"])),
+               draw(st.booleans()))
     pokes = draw(st.lists(st.tuples(addresses(), values), max_size=4))
     seq = draw(st.lists(ops(cores, errors, pseudo), max_size=max_ops))
     return cfg, pokes, seq
@@ -274,11 +277,12 @@ def random_stream(rng: np.random.Generator, n: int, cores: int, pm: tuple[int, i
     return out
 
 
+@pytest.mark.parametrize("merge", [False, True])
 @pytest.mark.parametrize("domain", DOMAINS)
 @pytest.mark.parametrize("barrier", ["modelled", "fixed"])
-def test_long_random_stream(domain: str, barrier: str) -> None:
-    """Thousands of ops: LRU stamps, WPQ ring wrap-around and deep eviction chains."""
-    cfg = tiny(3, domain, barrier)
+def test_long_random_stream(domain: str, barrier: str, merge: bool) -> None:
+    """Thousands of ops: LRU stamps, WPQ ring wrap-around (and merges) and deep eviction chains."""
+    cfg = tiny(3, domain, barrier, merge)
     seq = random_stream(np.random.default_rng(7), 6000, 3, (PM_BASE, PM_LINES),
                         (DRAM_BASE, DRAM_LINES), 12)
     py, c = PyEngine(cfg), c_engine(cfg)
@@ -307,7 +311,7 @@ def test_presets(name: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_long_random_stream_slow(seed: int) -> None:
-    cfg = tiny(3, DOMAINS[seed % 3], "fixed" if seed % 2 else "modelled")
+    cfg = tiny(3, DOMAINS[seed % 3], "fixed" if seed % 2 else "modelled", seed >= 2)
     seq = random_stream(np.random.default_rng(seed), 200_000, 3, (PM_BASE, PM_LINES),
                         (DRAM_BASE, DRAM_LINES), 40)
     py, c = PyEngine(cfg), c_engine(cfg)

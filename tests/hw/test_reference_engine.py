@@ -352,3 +352,22 @@ def test_ntstores_to_one_line_combine_until_a_fence(backend: str) -> None:
     eng.ntstore(1, PM + 96, 9)  # buffers are per thread
     assert eng.get_stats()[1]["wpq_inserts"] == 1
     assert len(eng.trace()) == 15  # every word is still a traced store (and the fence)
+
+
+@pytest.mark.parametrize("merge", [True, False])
+def test_a_write_to_a_line_still_queued_merges_into_it(backend: str, merge: bool) -> None:
+    """With ``pm.merge_writes`` (as gem5's memory controller merges a burst already in its write
+    queue): a write of a line whose queued media write has not begun takes no entry and no
+    media time; once that write has begun, the line is queued again. Off: every write queues."""
+    eng = engine_for(backend, **{"pm.to_wpq_ns": 0.0, "pm.write_ns": 100.0, "pm.banks": 1,
+                                 "costs.store_ns": 1.0, "pm.merge_writes": merge})
+    eng.ntstore(0, PM, 1)  # line 0 begins at once (bank free), done at 101
+    eng.ntstore(0, PM + 64, 2)  # line 1 waits for the bank: begins at 101
+    eng.sfence(0)  # closes the write-combining buffer
+    eng.ntstore(0, PM + 72, 3)  # line 1 again, before 101: merges
+    s = eng.get_stats()[0]
+    want = (2, 1, 128) if merge else (3, 0, 192)
+    assert (s["wpq_inserts"], s["wpq_merged"], s["pm_write_bytes"]) == want
+    eng.ntstore(0, PM + 8, 4)  # line 0, whose media write has begun: a new write
+    s = eng.get_stats()[0]
+    assert s["wpq_inserts"] == want[0] + 1 and s["wpq_merged"] == want[1]

@@ -83,6 +83,8 @@ struct pm_machine {
     uint8_t *in_fixed_pb;
     uint64_t *wc; /* line + 1 of the thread's open write-combining buffer, 0: none */
     double *ring; /* completion time of the last wpq_entries inserts */
+    double *ring_start;  /* when each one's media write begins */
+    uint64_t *ring_line; /* line + 1 each one writes, 0: none */
     uint32_t ring_idx;
     double *bank_free;
     uint64_t *rbase, *rend;
@@ -265,10 +267,22 @@ static uint64_t round_half_even(double x)
 
 /* ---- memory system ------------------------------------------------------------------- */
 
-/* Insert a line write into the WPQ; return the time it was accepted (and *done). */
+/* Insert a line write into the WPQ; return the time it was accepted (and *done). With
+   merge_writes, a write to a line whose queued write has not begun its media write merges into
+   it (as gem5's memory controller merges a burst already in its write queue): no entry, no
+   media write, accepted on arrival, done with that write. */
 static double wpq_insert(pm_machine *m, int tid, double arrive, uint64_t line, double *done_out)
 {
     const pm_config *c = &m->cfg;
+    pm_stats *st = &m->st[tid];
+    for (uint32_t i = 0; c->merge_writes && i < c->wpq_entries; i++) {
+        if (m->ring_line[i] == line + 1 && m->ring_start[i] > arrive) {
+            st->wpq_merged += 1;
+            if (done_out)
+                *done_out = m->ring[i];
+            return arrive;
+        }
+    }
     double oldest = m->ring[m->ring_idx];
     double accept = arrive >= oldest ? arrive : oldest;
     uint64_t bank = line % c->banks;
@@ -276,11 +290,12 @@ static double wpq_insert(pm_machine *m, int tid, double arrive, uint64_t line, d
     double done = start + c->pm_write_ns;
     m->bank_free[bank] = done;
     m->ring[m->ring_idx] = done;
+    m->ring_start[m->ring_idx] = start;
+    m->ring_line[m->ring_idx] = line + 1;
     m->ring_idx = (m->ring_idx + 1) % c->wpq_entries;
     uint64_t occ = 0;
     for (uint32_t i = 0; i < c->wpq_entries; i++)
         occ += m->ring[i] > accept;
-    pm_stats *st = &m->st[tid];
     st->wpq_inserts += 1;
     st->wpq_occ_sum += occ;
     if (occ > st->wpq_occ_max)
@@ -1144,6 +1159,8 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->in_fixed_pb = calloc((size_t)n, 1);
     m->wc = calloc((size_t)n, sizeof(uint64_t));
     m->ring = calloc(cfg->wpq_entries, sizeof(double));
+    m->ring_start = calloc(cfg->wpq_entries, sizeof(double));
+    m->ring_line = calloc(cfg->wpq_entries, sizeof(uint64_t));
     m->bank_free = calloc(cfg->banks, sizeof(double));
     m->rbase = calloc(r, sizeof(uint64_t));
     m->rend = calloc(r, sizeof(uint64_t));
@@ -1152,7 +1169,7 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->tcap = TRACE_INITIAL;
     m->tr = malloc(m->tcap * sizeof(pm_event));
     int ok = m->l1 && m->l2 && m->st && m->pending && m->pcommit_wait && m->in_fixed_pb && m->wc
-             && m->ring && m->bank_free && m->rbase && m->rend && m->rwords && m->tr && m->htm;
+             && m->ring && m->ring_start && m->ring_line && m->bank_free && m->rbase && m->rend && m->rwords && m->tr && m->htm;
     ok = ok && cache_init(&m->llc, cfg->llc_sets, cfg->llc_ways);
     for (int i = 0; ok && i < n; i++)
         ok = cache_init(&m->l1[i], cfg->l1_sets, cfg->l1_ways)
@@ -1192,6 +1209,8 @@ void pm_machine_free(pm_machine *m)
     free(m->pcommit_wait);
     free(m->in_fixed_pb);
     free(m->ring);
+    free(m->ring_start);
+    free(m->ring_line);
     free(m->bank_free);
     free(m->rbase);
     free(m->rend);
@@ -1227,6 +1246,8 @@ void pm_reset_volatile(pm_machine *m)
     memset(m->in_fixed_pb, 0, (size_t)n);
     memset(m->wc, 0, (size_t)n * sizeof(uint64_t));
     memset(m->ring, 0, m->cfg.wpq_entries * sizeof(double));
+    memset(m->ring_start, 0, m->cfg.wpq_entries * sizeof(double));
+    memset(m->ring_line, 0, m->cfg.wpq_entries * sizeof(uint64_t));
     memset(m->bank_free, 0, m->cfg.banks * sizeof(double));
     m->ring_idx = 0;
     m->err = 0;

@@ -40,6 +40,7 @@ typedef struct pm_config {
     double l1_ns, l2_ns, llc_ns;
     double pm_read_ns, pm_write_ns, to_wpq_ns;
     uint32_t banks, wpq_entries;
+    int merge_writes;    /* 1: a write to a line still queued merges into it */
     double dram_ns;
     double store_ns, flush_ns, fence_ns, rmw_ns, pcommit_ns, snoop_ns;
     int domain;          /* 0, 1 or 2 (PDOM-n) */
@@ -83,7 +84,7 @@ typedef struct pm_stats {
     uint64_t l1_hits, l1_misses, l2_hits, l2_misses, llc_hits, llc_misses;
     uint64_t snoops, writebacks;
     uint64_t clflush, clflushopt, clwb, sfence, mfence, pcommit, persist_barriers;
-    uint64_t wpq_inserts, wpq_occ_sum, wpq_occ_max;
+    uint64_t wpq_inserts, wpq_occ_sum, wpq_occ_max, wpq_merged;
     uint64_t pm_read_bytes, pm_write_bytes, dram_read_bytes, dram_write_bytes;
     uint64_t htm_begins, htm_commits, htm_aborts_conflict, htm_aborts_capacity;
     uint64_t htm_aborts_explicit, htm_aborts_flush, htm_aborts_lock, htm_false_sharing;
