@@ -253,6 +253,9 @@ class HtmRunner:
                 live = False
                 status = cpu.xend()
                 res = None
+            except GeneratorExit:
+                live = False  # the run was abandoned (closed or collected): simulate nothing
+                raise
             finally:
                 if live:  # another exception left the body: end the transaction, discarded
                     cpu.xabort(USER_ABORT)
@@ -308,8 +311,12 @@ class HtmRunner:
                 if before_end is not None:
                     before_end(False)
                 yield from _run(on_commit())
-        finally:
+        except GeneratorExit:
+            raise  # the run was abandoned (closed or collected): simulate nothing
+        except BaseException:
             self.release(cpu, held)
+            raise
+        self.release(cpu, held)
         return res is not False
 
 

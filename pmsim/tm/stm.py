@@ -462,6 +462,8 @@ class Stm:
             except StmAbort as e:
                 if e.tx is not stx:
                     raise
+            except GeneratorExit:
+                raise  # the run was abandoned (closed or collected): nothing more to simulate
             except BaseException:
                 if stx.active:
                     self._rollback(stx, None)

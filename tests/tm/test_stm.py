@@ -369,6 +369,27 @@ def test_abort_unwinds_past_except_exception() -> None:
     assert stm.stats[1].aborts[AbortCause.LOCKED] == 1
 
 
+def test_closing_an_abandoned_transaction_simulates_nothing() -> None:
+    """A thread's generator closed mid-transaction (the run abandoned, or the collector
+    finalising it, possibly after its machine) must not touch the machine: no rollback's work
+    or stores, so no trace event and no time."""
+    m = machine(1)
+    stm = Stm(m, StmConfig(design="write-through"))
+    cpu = m.cpu(0)
+    x = m.pm.base
+
+    def body(stx: StmTx) -> Generator[Any, Any, None]:
+        stx.write(x, 7)
+        yield m.env.timeout(1)
+
+    gen = stm.atomic(cpu, body)
+    next(gen)  # inside the body, the write in place
+    events, clock = len(m.trace().events), cpu.clock
+    gen.close()
+    assert (len(m.trace().events), cpu.clock) == (events, clock)
+    assert m.peek(x) == 7
+
+
 def test_atomic_gives_up_on_a_livelock() -> None:
     m = machine(2)
     stm = Stm(m, StmConfig(max_attempts=5))
