@@ -57,6 +57,9 @@ MAX_MEMORY = 1 << 33
 """Largest total of all regions, in bytes (8 GiB), for the same reason."""
 MAX_REGIONS = 64
 """Most regions in an address map (every access outside PM searches them)."""
+MIN_PM_REGION = 4096
+"""Fewest bytes of a PM region: one 4 KiB page, the least any runtime's header, logs and data
+take (crashfuzz shrinks PM to whole pages, never below one)."""
 MAX_ADDRESS = 1 << 52
 """Regions end at or below 2**52 (the x86-64 physical address space)."""
 MAX_SEED = (1 << 64) - 1
@@ -336,7 +339,7 @@ class MachineConfig:
     regions: tuple[Region, ...] = param(
         (Region("pm", 0, 1 << 24, "pm"), Region("dram", 1 << 30, 1 << 22, "dram")),
         "", "address map: which ranges are PM and which DRAM (at most 64 regions of at "
-        "most 4 GiB each, 8 GiB in all, ending below 2**52)")
+        "most 4 GiB each, 8 GiB in all, ending below 2**52; PM regions of at least 4 KiB)")
     domain: Domain = param("pdom1", "", "persistence domain: pdom0 (media only), "
                            "pdom1 (ADR: media + WPQ), pdom2 (eADR: everything)")
     barrier: BarrierMode = param("modelled", "", "persist barrier cost: 'modelled' waits on "
@@ -400,6 +403,13 @@ class MachineConfig:
                         f"Use at most {MAX_REGIONS}.")
         if not any(r.kind == "pm" for r in regions):
             raise _fail(self, "regions", "has no 'pm' region", "Add a Region(kind='pm').")
+        for i, r in enumerate(regions):
+            if r.kind == "pm" and r.size < MIN_PM_REGION:
+                raise _fail(self, f"regions[{i}]", f"PM region {r.name!r} has {r.size} bytes, "
+                            f"fewer than the {_size(MIN_PM_REGION)} a PM region needs (a "
+                            "runtime's header, logs and data)",
+                            f"Use at least {MIN_PM_REGION} bytes, e.g. --set "
+                            f"regions.{i}.size={MIN_PM_REGION}.")
         total = sum(r.size for r in regions)
         if total > MAX_MEMORY:
             raise _fail(self, "regions", f"hold {_size(total)} in all, more than "

@@ -8,16 +8,15 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from ..cli import add_machine_args, int_in, machine_config, number_in, positive_int, register
 from ..errors import PmsimError
 from ..machine import default_backend
+from ..options import check_output_file as check_output
 from ..runtimes.registry import RUNTIMES, get_runtime
 from ..stats import format_table
 from ..workloads.base import WORKLOADS, get_workload
@@ -40,22 +39,6 @@ def parse_params(items: Sequence[str]) -> dict[str, Any]:
         except (json.JSONDecodeError, RecursionError):
             out[key.strip()] = value.strip()
     return out
-
-
-def check_output(option: str, path: str | None) -> None:
-    """A PmsimError unless ``path`` can be written (checked before a run, not after it)."""
-    if not path:
-        return
-    p = Path(path)
-    if p.is_dir():
-        raise PmsimError(f"{option} {path!r} is a directory; give a file path, e.g. "
-                         f"{str(p / ('result' + p.suffix if p.suffix else 'result.json'))!r}")
-    parent = p.parent
-    if not parent.is_dir():
-        raise PmsimError(f"{option} {path!r}: directory {str(parent)!r} does not exist; create "
-                         "it or choose another path")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise PmsimError(f"{option} {path!r}: not writable; choose another path")
 
 
 def result_table(results: Sequence[RunResult]) -> str:
@@ -85,7 +68,8 @@ def _add_run(p: argparse.ArgumentParser) -> None:
                         "mutants as undo:U1 ...)")
     p.add_argument("--workload", default="array", help=f"workload ({', '.join(WORKLOADS)})")
     p.add_argument("--threads", type=int_in(1, 64), default=1,
-                   help="application threads, one per core (at most the machine's cores)")
+                   help="application threads, one per core (at most the machine's cores; add "
+                   "--cores N for more)")
     p.add_argument("--txs", type=positive_int, default=1000,
                    help="measured transactions per thread")
     p.add_argument("--warmup", type=int_in(0), default=0, help="warm-up transactions per thread")
@@ -101,10 +85,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     get_runtime(args.runtime)
     get_workload(args.workload)
     if args.threads > cfg.cores:
-        if args.cores is not None:
-            raise PmsimError(f"--threads {args.threads}: --cores {cfg.cores} gives one thread "
-                             f"per core; use --threads 1..{cfg.cores} or --cores {args.threads}")
-        cfg = cfg.replace(cores=args.threads)  # the preset's core count is only a default
+        given = f"--cores {cfg.cores} gives" if args.cores is not None else \
+            f"the machine (--preset {args.preset}) has {cfg.cores} cores,"
+        raise PmsimError(f"--threads {args.threads}: {given} one thread per core; use "
+                         f"--threads 1..{cfg.cores}, or add --cores {args.threads} for a machine "
+                         "with more cores")
     check_output("--json", args.json)
     check_output("--csv", args.csv)
     r = run_experiment(args.runtime, args.workload, cfg, threads=args.threads, txs=args.txs,

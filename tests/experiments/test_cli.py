@@ -10,10 +10,14 @@ import pytest
 from pmsim.cli import main
 
 
-def test_run_grows_the_presets_cores_to_the_threads(tmp_path, capsys) -> None:
+def test_run_threads_above_the_presets_cores_need_cores(tmp_path, capsys) -> None:
+    """The machine timed is the machine `pmsim config` prints for the same options: more
+    threads than the preset's cores is an error, --cores gives the bigger machine."""
     js = tmp_path / "r.json"
-    assert main(["run", "--workload", "bank", "--threads", "4", "--txs", "5", "--json",
-                 str(js)]) == 0
+    assert main(["run", "--workload", "bank", "--threads", "4", "--txs", "5"]) == 2
+    assert "--cores 4" in capsys.readouterr().err
+    assert main(["run", "--workload", "bank", "--threads", "4", "--cores", "4", "--txs", "5",
+                 "--json", str(js)]) == 0
     data = json.loads(js.read_text())
     assert data["threads"] == 4 and data["config"]["cores"] == 4
 
