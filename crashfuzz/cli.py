@@ -22,13 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from pmsim.cli import closed_pipe, int_in, positive_int
-from pmsim.errors import ConfigError, PmsimError
+from pmsim.errors import PmsimError
 from pmsim.interrupts import catching, raise_pending, stopped_by_sigterm
+from pmsim.options import MAX_JOBS, check_output_dir, check_output_file, jobs_arg
 
 MAX_SAMPLES = 1_000_000
 """Most samples at a crash point (they are drawn and held at once)."""
-MAX_JOBS = 256
-"""Most worker processes."""
 SEED = int_in(0, (1 << 64) - 1)
 
 
@@ -93,43 +92,10 @@ def _stop_pool(ex: ProcessPoolExecutor) -> None:
             p.join()
 
 
-def _probe_dir(d: Path, option: str, value: str) -> None:
-    """ConfigError unless a file can be created in the existing directory ``d``."""
-    try:
-        with tempfile.TemporaryFile(dir=d):
-            pass
-    except OSError as e:
-        raise ConfigError(f"{option} {value!r}: cannot write in directory '{d}' "
-                          f"({e.strerror or e}); choose a writable location") from None
-
-
 def _check_outputs(args: argparse.Namespace) -> None:
     """Fail before the work, not after it, when an output path of ``run`` cannot be written."""
-    if args.json:
-        p = Path(args.json)
-        if p.is_dir():
-            raise ConfigError(f"--json {args.json!r} is a directory; give a file path, e.g. "
-                              f"{str(p / 'report.json')!r}")
-        if not p.parent.is_dir():
-            what = "is not a directory" if p.parent.exists() else "does not exist"
-            raise ConfigError(f"--json {args.json!r}: '{p.parent}' {what}; give a file in an "
-                              "existing directory")
-        if p.exists() and not os.access(p, os.W_OK):
-            raise ConfigError(f"--json {args.json!r}: the file is not writable; choose another "
-                              "path")
-        _probe_dir(p.parent, "--json", args.json)
-    if args.findings:
-        d = Path(args.findings)
-        if d.exists() and not d.is_dir():
-            raise ConfigError(f"--findings {args.findings!r} is not a directory; give a "
-                              "directory (created if missing) or '' for none")
-        anc = d
-        while not anc.exists():
-            anc = anc.parent
-        if not anc.is_dir():
-            raise ConfigError(f"--findings {args.findings!r}: '{anc}' is a file, so the "
-                              "directory cannot be created; choose another path")
-        _probe_dir(anc, "--findings", args.findings)
+    check_output_file("--json", args.json)
+    check_output_dir("--findings", args.findings)
 
 
 def _write_json(path: str, doc: dict[str, Any]) -> None:
@@ -367,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep stores the runtime declares irrelevant to recovery")
     r.add_argument("--seed", type=SEED, default=0, help="seed (0..2**64-1)")
     r.add_argument("--stop-at-first", action="store_true")
-    r.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=1,
+    r.add_argument("--jobs", type=jobs_arg, default=1,
                    help=f"worker processes (crash points are sharded; 1..{MAX_JOBS})")
     r.add_argument("--findings", default=".crashfuzz/findings",
                    help="directory for failure reports (replayed first on the next run); '' = off")

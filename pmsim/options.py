@@ -109,8 +109,8 @@ def check_jobs(jobs: object, name: str = "jobs") -> None:
     if jobs is None:
         return
     if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
-        raise ConfigError(f"{name}={jobs!r}: use an integer in 1..{MAX_JOBS} worker processes "
-                          "(or None for one per CPU)")
+        raise ConfigError(f"{name}={jobs!r}: use at least 1 and at most {MAX_JOBS} worker "
+                          f"processes, an integer in 1..{MAX_JOBS} (or None for one per CPU)")
 
 
 def name_list(option: str, values: Sequence[str] | None, example: str = "") -> list[str] | None:

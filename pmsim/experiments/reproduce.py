@@ -27,6 +27,7 @@ from typing import Any
 
 from ..cli import positive_int, register
 from ..errors import ConfigError, PmsimError, unknown
+from ..options import check_output_dir, check_output_file, name_list
 from .claims import Paper, get_paper, paper_names, run_points, scoreboard, tally
 from .plots import DOMAIN_TITLES, draw
 from .sweep import add_sweep_args, sweep_options
@@ -92,13 +93,6 @@ def save_results(out: Path, doc: Mapping[str, Any]) -> Path:
         raise ConfigError(f"cannot write the results to {str(out)!r} ({e.strerror or e}); give "
                           "--out a writable directory") from None
     return path
-
-
-def writable_dir(out: Path, option: str = "--out") -> None:
-    """Fail early (before any run) if ``out`` cannot be a results directory."""
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"{option} {str(out)!r} is a file; give a directory (created if "
-                          "missing)")
 
 
 def load_results(where: str | Path) -> dict[str, Any]:
@@ -271,12 +265,10 @@ def _write(doc: Mapping[str, Any], out: Path, figures: bool, markdown: str | Non
                          "writable --out / --markdown") from None
 
 
-def _names(values: Sequence[str] | None) -> list[str]:
-    """Comma- or space-separated names from repeated/nargs options."""
-    out: list[str] = []
-    for v in values or ():
-        out += [x.strip() for x in v.split(",") if x.strip()]
-    return out
+def _names(option: str, values: Sequence[str] | None, example: str) -> list[str]:
+    """Comma- or space-separated names from repeated/nargs options; [] when the option is not
+    given (the default), an error when it is given but names nothing."""
+    return name_list(option, values, example) or []
 
 
 def _workers(sweep: Mapping[str, Any]) -> str:
@@ -313,17 +305,15 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         papers = [get_paper(args.paper)]
     if not (args.scale > 0 and args.scale < 1e6):
         raise ConfigError(f"--scale {args.scale}: use a number > 0")
-    only = _names(args.only)
+    only = _names("--only", args.only, "scalability")
     for n in only:
         if not any(n in {e.name for e in p.experiments} for p in papers):
             exps = sorted({e.name for p in papers for e in p.experiments})
             raise unknown("experiment", n, exps)
     sweep = sweep_options(args)
     out = Path(args.out)
-    writable_dir(out)
-    if args.markdown and Path(args.markdown).is_dir():
-        raise ConfigError(f"--markdown {args.markdown!r} is a directory; give a file name such "
-                          "as docs/results.md")
+    check_output_dir("--out", args.out)
+    check_output_file("--markdown", args.markdown, create_parents=True)
     t0 = time.perf_counter()
     rows = run_papers(papers, args.quick, args.scale, only or None, **sweep)
     doc: dict[str, Any] = {"papers": rows}
@@ -396,9 +386,12 @@ def _add_compare(p: argparse.ArgumentParser) -> None:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from .unified import DOMAINS, WORKLOADS
 
-    kw: dict[str, Any] = {"runtimes": tuple(_names(args.runtimes)),
-                          "workloads": tuple(_names(args.workloads) or WORKLOADS),
-                          "domains": tuple(_names(args.domains) or DOMAINS),
+    check_output_file("--out", args.out)
+    kw: dict[str, Any] = {"runtimes": tuple(_names("--runtimes", args.runtimes, "undo,redo")),
+                          "workloads": tuple(_names("--workloads", args.workloads, "kv")
+                                             or WORKLOADS),
+                          "domains": tuple(_names("--domains", args.domains, "pdom1")
+                                           or DOMAINS),
                           "machine": args.machine, "threads": args.threads,
                           "fuzz": not args.no_fuzz}
     if args.txs:
@@ -414,7 +407,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print(f"# {u.describe()}; mutants killed: {source}")
     print(text, end="")
     if args.out:
-        Path(args.out).write_text(text)
+        try:
+            Path(args.out).write_text(text)
+        except OSError as e:
+            raise PmsimError(f"cannot write --out {args.out!r} ({e.strerror or e}); the table "
+                             "is printed above") from None
     print(f"# {len(rows)} configurations in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0
 
@@ -437,6 +434,8 @@ def _cmd_table(args: argparse.Namespace) -> int:
     if args.write:
         out = Path(args.results)
         out = out if out.is_dir() else out.parent
+        check_output_dir("results", str(out))
+        check_output_file("--markdown", args.markdown, create_parents=True)
         md = _write(doc, out, True, args.markdown)
         print(f"# wrote {md}", file=sys.stderr)
         return 0

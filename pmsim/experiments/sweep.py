@@ -72,6 +72,7 @@ from urllib.parse import urlsplit
 
 from ..errors import ConfigError, PmsimError
 from ..interrupts import catching, raise_pending
+from ..options import check_jobs
 
 PointFn = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -587,9 +588,7 @@ def run_sweep(fn: PointFn, points: Sequence[Mapping[str, Any]], *,
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise ConfigError(f"retries={retries!r}: use an integer >= 0 (re-runs of a point whose "
                           "worker died)")
-    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-        raise ConfigError(f"jobs={jobs!r}: use at least 1 worker process (or None for one per "
-                          "CPU)")
+    check_jobs(jobs)
     spec = _executor_spec(executor, jobs)
     keys = [_point_key(name, c) for c in canon]
     cache_dir = _cache_dir(cache, name) if cache is not None else None
@@ -659,11 +658,12 @@ def _run(sw: _Sweep, spec: ExecutorSpec | None, executor: Any, pending: list[str
 
 def add_sweep_args(p: argparse.ArgumentParser) -> None:
     """``--jobs``, ``--dask``, ``--cache`` and ``--no-progress`` for a command that sweeps."""
-    from ..cli import positive_int
+    from ..options import MAX_JOBS, jobs_arg
 
     g = p.add_argument_group("sweep")
-    g.add_argument("--jobs", type=positive_int, metavar="N",
-                   help="worker processes, local or of --dask local (default: one per CPU)")
+    g.add_argument("--jobs", type=jobs_arg, metavar="N",
+                   help=f"worker processes, local or of --dask local (1..{MAX_JOBS}; default: one "
+                        "per CPU)")
     g.add_argument("--dask", metavar="ADDRESS|local",
                    help="run the points on Dask: 'local' starts a cluster on this machine, "
                         "tcp://HOST:PORT uses a running scheduler")

@@ -42,8 +42,8 @@ def test_run_prints_the_runtimes_counters(tmp_path, capsys) -> None:
     """NV-HTM's acceptance run: aborts by cause and PM traffic in both counting modes, totals
     and per committed transaction; redo has no counters and prints no counter table."""
     js = tmp_path / "r.json"
-    assert main(["run", "--runtime", "nvhtm", "--workload", "bank", "--threads", "8", "--txs",
-                 "20", "--json", str(js)]) == 0
+    assert main(["run", "--runtime", "nvhtm", "--workload", "bank", "--threads", "8", "--cores",
+                 "8", "--txs", "20", "--json", str(js)]) == 0
     out = capsys.readouterr().out
     data = json.loads(js.read_text())
     for k in ("htm.conflict", "htm.capacity", "htm.lock", "htm.fallbacks",
