@@ -64,6 +64,14 @@ from .watchdog import MIN_OPS, OPS_FACTOR, SECONDS, Hang, Watchdog, ops
 
 POINT_KINDS = ("reduced", "every", "sampled")
 
+MAX_THREADS = 64
+"""Most application threads of a campaign (one per core; pmsim has at most 64 cores)."""
+MAX_TXS = 100_000
+"""Most transactions per thread of a campaign (``txs``, ``new_tx``, ``depth_txs``): the
+crash-free run is traced whole, about 54 events (crash points) a transaction, so 100,000 take
+about half a minute and hold millions of points; a finding or config claiming more is refused,
+not run for hours."""
+
 CHUNK_POINTS = 16
 """Crash points per unit of work. The units are fixed by the campaign, never by the number of
 jobs, and each starts from empty caches, so what a report counts and finds does not depend on
@@ -158,6 +166,11 @@ class FuzzConfig:
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < low:
                 raise ConfigError(f"FuzzConfig.{name} must be an integer >= {low}, got {v!r}")
             object.__setattr__(self, name, int(v))
+        for name, most in (("threads", MAX_THREADS), ("txs", MAX_TXS), ("new_tx", MAX_TXS),
+                           ("depth_txs", MAX_TXS)):
+            if getattr(self, name) > most:
+                raise ConfigError(f"FuzzConfig.{name} must be at most {most:,}, got "
+                                  f"{getattr(self, name):,}; use {name} <= {most}")
         for name in ("new_tx_every_image", "reduce", "stop_at_first"):
             v = getattr(self, name)
             if not isinstance(v, bool):

@@ -139,15 +139,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
                      seed=args.seed, stop_at_first=args.stop_at_first, reduce=not args.no_reduce)
     _check_outputs(args)
     if args.findings and not args.no_replay:
-        old = findings_of(args.findings, cfg.runtime)
-        still, unreadable = [], []
+        still: list[Path] = []
+        unreadable: list[str] = []
+        old = findings_of(args.findings, cfg.runtime, unreadable)
         for p in old:
             try:
                 if replay(p, verbose=False) is not None:
                     still.append(p)
             except PmsimError as e:  # a stale or damaged finding must not cost the new run
                 unreadable.append(f"{p} (unreadable: {e})")
-        if old:
+        if old or unreadable:
             print(f"replayed {len(old)} saved findings: {len(still)} still fail"
                   + (f", {len(unreadable)} unreadable" if unreadable else ""))
         for p in [*map(str, still), *unreadable]:
@@ -305,6 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "redo, cow, undo:U1, ...) or an import path 'file.py:Class'")
     from pmsim.workloads.base import WORKLOADS, get_workload
 
+    from .campaign import MAX_TXS
+
     get_workload("array")  # the built-in registrations
     r.add_argument("--workload", default="array", help=f"a registered workload ("
                    f"{', '.join(WORKLOADS)}) or an import path 'file.py:Class'")
@@ -313,7 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--domain", default="pdom1", choices=["pdom0", "pdom1", "pdom2"])
     r.add_argument("--order", default="line", choices=["line", "px86"])
     r.add_argument("--threads", type=int_in(1, 64), default=1, help="application threads (1..64)")
-    r.add_argument("--txs", type=positive_int, default=20, help="transactions per thread")
+    r.add_argument("--txs", type=int_in(1, MAX_TXS), default=20,
+                   help=f"transactions per thread (1..{MAX_TXS})")
     r.add_argument("--points", default="reduced", choices=["reduced", "every", "sampled"])
     r.add_argument("--sampled-points", type=positive_int, default=64)
     r.add_argument("--budget", type=positive_int, default=65536,

@@ -84,18 +84,33 @@ def _file_safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_") or "runtime"
 
 
-def findings_of(directory: str | Path, runtime: str) -> list[Path]:
+def findings_of(directory: str | Path, runtime: str,
+                unreadable: list[str] | None = None) -> list[Path]:
     """The saved findings in ``directory`` of campaigns that fuzzed ``runtime`` (a registered
-    name or an import path, as in FuzzConfig.runtime), sorted; unreadable files are skipped."""
+    name or an import path, as in FuzzConfig.runtime), sorted. A file that cannot say whose it
+    is (truncated, not JSON, no config.runtime) is not replayed but never passed over in
+    silence: ``"PATH (unreadable: why)"`` is appended to ``unreadable`` for the caller to
+    report (a damaged finding must not cost the new run, nor go unnoticed)."""
     out = []
     for p in sorted(Path(directory).glob("*.json")):
         try:
             doc = json.loads(p.read_text())
             if doc["config"]["runtime"] == runtime:
                 out.append(p)
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            if unreadable is not None:
+                unreadable.append(f"{p} (unreadable: {_why_unreadable(p, e)})")
     return out
+
+
+def _why_unreadable(p: Path, e: Exception) -> str:
+    """What :func:`load_finding` says about ``p``, else what reading its runtime raised."""
+    try:
+        load_finding(p)
+    except ConfigError as err:
+        return str(err).removeprefix(f"{p}: ")
+    return (f"its config names no runtime ({type(e).__name__}: {e}); delete it or re-run the "
+            "campaign to regenerate it")
 
 
 def save_findings(report: Report, directory: str | Path = DEFAULT_DIR) -> list[str]:

@@ -30,6 +30,7 @@ from ..errors import ConfigError, PmsimError, unknown
 from ..options import check_output_dir, check_output_file, name_list
 from .claims import Paper, get_paper, paper_names, run_points, scoreboard, tally
 from .plots import DOMAIN_TITLES, draw
+from .rows import check_results
 from .sweep import add_sweep_args, sweep_options
 from .tables import FORMATS, Column, num, render
 from .unified import COLUMNS as UNIFIED_COLUMNS
@@ -106,8 +107,7 @@ def load_results(where: str | Path) -> dict[str, Any]:
                           f"{where}` first") from None
     except (OSError, ValueError) as e:
         raise ConfigError(f"cannot read saved results {str(path)!r}: {e}") from None
-    if not isinstance(doc, dict) or "meta" not in doc:
-        raise ConfigError(f"{str(path)!r} is not a results file written by `pmsim reproduce`")
+    check_results(doc, str(path))
     return doc
 
 

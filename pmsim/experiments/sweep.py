@@ -17,6 +17,17 @@ function's import name, the canonical JSON of the point and the pmsim version, s
 version recomputes everything. Rows are written and returned as plain JSON data, so a row
 read back from the cache equals the row computed.
 
+A cached row is input like any other and is checked before it is used: the file must be
+valid JSON, name the key it is filed under, and hold the row with the sha256 of its canonical
+JSON written beside it (``row_sha256``), so a row edited or damaged after it was computed
+(a NaN, ``1e308`` or ``"fast"`` as a latency, an empty row) is caught whatever the point
+function. Such a row is **recomputed, not used, and reported** on stderr (which file, why, and
+that deleting the cache directory starts afresh); the file is overwritten with the new row.
+Recomputing rather than refusing the run: the cache only saves time, the point it holds is
+known, so recomputing gives the right row with no action from the user and loses nothing
+(every other cached row is still used, and a bad row was worthless); refusing would only make
+the user delete the file by hand to get the same result.
+
 **Worker deaths.** A point whose worker process dies (segfault, ``os._exit``, out of memory)
 costs a retry, not the sweep. Local processes: the broken pool is rebuilt and the points that
 were in flight (at most ``2 * jobs``) are resubmitted, each charged a death. As a death
@@ -267,16 +278,52 @@ def _cache_dir(cache: str | Path, name: str) -> Path:
     return d
 
 
-def _load_cached(path: Path, key: str) -> dict[str, Any] | None:
-    """The row cached in ``path`` for ``key``; None if absent, unreadable or not ours (such a
-    file is recomputed and overwritten)."""
+def _row_digest(row: Mapping[str, Any]) -> str:
+    """sha256 of a row's canonical JSON: written with the row, checked when it is read back."""
+    return hashlib.sha256(_canonical(row).encode()).hexdigest()
+
+
+def _load_cached(path: Path, key: str) -> tuple[dict[str, Any] | None, str]:
+    """``(row, "")`` for a valid cache file of ``key``; ``(None, "")`` if there is none; and
+    ``(None, why)`` if the file is there but cannot be trusted (it is recomputed, overwritten
+    and reported)."""
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(doc, dict) or doc.get("key") != key or not isinstance(doc.get("row"), dict):
-        return None
-    return doc["row"]
+        text = path.read_text()
+    except FileNotFoundError:
+        return None, ""
+    except (OSError, UnicodeDecodeError) as e:
+        return None, f"cannot be read ({getattr(e, 'strerror', None) or e})"
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        return None, f"is not valid JSON ({e})"
+    if not isinstance(doc, dict):
+        return None, f"holds a JSON {type(doc).__name__}, not a cache entry"
+    if doc.get("key") != key:
+        return None, "names another point (its key is not its file name)"
+    row = doc.get("row")
+    if not isinstance(row, dict):
+        return None, f"holds a {type(row).__name__} as its row, not a mapping"
+    try:
+        digest = _row_digest(row)
+    except (TypeError, ValueError, RecursionError):
+        digest = ""
+    if doc.get("row_sha256") != digest:
+        return None, ("its row does not match the checksum written with it (edited or damaged "
+                      "after it was computed)")
+    return row, ""
+
+
+def _report_cache(cache_dir: Path, bad: Sequence[tuple[Path, str]], write: Callable[[str], Any]
+                  ) -> None:
+    """Say which cached rows were not used and why (at most 5 named)."""
+    if not bad:
+        return
+    named = "; ".join(f"{p}: {why}" for p, why in bad[:5])
+    more = f"; and {len(bad) - 5} more" if len(bad) > 5 else ""
+    write(f"pmsim: warning: {len(bad)} cached row(s) not used, recomputed and overwritten: "
+          f"{named}{more}. Delete the cache directory '{cache_dir}' (or run without --cache) to "
+          "start afresh.")
 
 
 def _write_atomic(path: Path, doc: dict[str, Any]) -> None:
@@ -447,7 +494,8 @@ class _Sweep:
         if self.cache_dir is not None:
             _write_atomic(self.cache_dir / f"{key}.json", {
                 "key": key, "fn": self.name, "version": _version(), "point": canon,
-                "seed": out.get("seed", canon.get("seed")), "row": out})
+                "seed": out.get("seed", canon.get("seed")), "row": out,
+                "row_sha256": _row_digest(out)})
         self.rows[key] = out
         self.bar.update(1)
 
@@ -597,13 +645,18 @@ def run_sweep(fn: PointFn, points: Sequence[Mapping[str, Any]], *,
               dynamic_ncols=True) as bar:
         sw = _Sweep(fn, name, label, [dict(p) for p in given], canon, keys, cache_dir, bar)
         pending = []
+        bad: list[tuple[Path, str]] = []
         for key in sw.point:
-            row = _load_cached(cache_dir / f"{key}.json", key) if cache_dir else None
+            row, why = _load_cached(cache_dir / f"{key}.json", key) if cache_dir else (None, "")
+            if why and cache_dir is not None:
+                bad.append((cache_dir / f"{key}.json", why))
             if row is None:
                 pending.append(key)
             else:
                 sw.rows[key] = row
                 bar.update(1)
+        if cache_dir is not None:
+            _report_cache(cache_dir, bad, lambda m: tqdm.write(m, file=sys.stderr))
         if pending:
             _run(sw, spec, executor, pending, jobs, retries)
     return [copy.deepcopy(sw.rows[k]) for k in keys]
