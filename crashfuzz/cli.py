@@ -218,7 +218,7 @@ def _cmd_litmus(args: argparse.Namespace) -> int:
     failed = 0
     for t in tests:
         try:
-            check(t)
+            check(t, max_states=args.max_states)
             print(f"ok    {t.name}")
         except AssertionError as e:
             failed += 1
@@ -307,6 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     from pmsim.workloads.base import WORKLOADS, get_workload
 
     from .campaign import MAX_TXS
+    from .litmus import MAX_STATES
 
     get_workload("array")  # the built-in registrations
     r.add_argument("--workload", default="array", help=f"a registered workload ("
@@ -370,6 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
     ab.set_defaults(fn=_pipe_safe(_cmd_ablate))
     lt = sub.add_parser("litmus", help="run persistency litmus tests (default: the built-in suite)")
     lt.add_argument("files", nargs="*", help=".litmus files (all are parsed before any runs)")
+    lt.add_argument("--max-states", type=positive_int, default=MAX_STATES,
+                    help="refuse a test whose interleavings or crash images exceed this many "
+                         f"states (default {MAX_STATES:,})")
     lt.set_defaults(fn=_pipe_safe(_cmd_litmus))
     rp = sub.add_parser("replay", help="re-check saved findings (.json)",
                         description="Replay every finding and print one line each: still "

@@ -73,6 +73,24 @@ from pmsim.trace import Ev, Trace
 from .model import ORDERS, Edge, TraceIndex
 from .states import CrashModel
 
+MAX_STATES = 200_000
+"""Most interpreter states (thread positions, registers, buffers, memory, trace) one test may
+explore, and most crash states it may check (summed over its traces' crash points): the
+built-in suite's largest test needs under a thousand of each, and 200,000 take seconds. A
+program past it has too many interleavings, or too many unordered stores, to enumerate:
+:class:`LitmusTooLarge` says so (``max_states=`` / ``crashfuzz litmus --max-states`` raise the
+bound)."""
+
+
+class LitmusTooLarge(ConfigError):
+    """A litmus program has more interleavings or crash states than the bound allows."""
+
+    def __init__(self, name: str, limit: int, what: str = "interleavings exceed") -> None:
+        super().__init__(f"litmus test {name!r} is too large: its {what} {limit:,} states (the "
+                         "bound, max_states); use fewer threads, stores or instructions, or "
+                         "raise the bound with crashfuzz litmus --max-states N")
+
+
 Image = tuple[int, ...]
 Operand = int | str
 _REG = re.compile(r"r\d*$")
@@ -483,10 +501,12 @@ def _set(tup: tuple, i: int, v: object) -> tuple:
     return tup[:i] + (v,) + tup[i + 1:]
 
 
-def executions(test: LitmusTest, nt: str = "drain") -> set[tuple[Row, ...]]:
+def executions(test: LitmusTest, nt: str = "drain", max_states: int = MAX_STATES
+               ) -> set[tuple[Row, ...]]:
     """Every distinct persistence trace (rows ``(kind, tid, addr, value, aux)``) of the test.
 
     ``nt``: how non-temporal stores behave, ``drain`` or ``issue`` (see the module doc).
+    ``max_states``: :class:`LitmusTooLarge` past this many explored states.
     """
     if nt not in NT_MODES:
         raise ConfigError(f"unknown non-temporal store mode {nt!r}; use 'drain' (write-combining "
@@ -520,6 +540,8 @@ def executions(test: LitmusTest, nt: str = "drain") -> set[tuple[Row, ...]]:
         if st in seen:
             continue
         seen.add(st)
+        if len(seen) > max_states:
+            raise LitmusTooLarge(test.name, max_states, "interleavings exceed")
         pcs, regs, bufs, wcs, mem, tr = st
         done = True
         for t in range(nthreads):
@@ -607,15 +629,16 @@ def executions(test: LitmusTest, nt: str = "drain") -> set[tuple[Row, ...]]:
 
 
 def run_litmus(test: LitmusTest | str, backend: str | None = None, points: str = "reduced",
-               nt: str = "drain") -> LitmusResult:
+               nt: str = "drain", max_states: int = MAX_STATES) -> LitmusResult:
     """Run a test (a LitmusTest, or its text) on every ``(mode, domain)`` it names.
 
     ``points``: ``reduced`` or ``every`` (both complete for ``crash anywhere``). ``nt``: how
     non-temporal stores reach the trace, ``drain`` or ``issue`` (see the module doc).
+    ``max_states``: see :data:`MAX_STATES`.
     """
     if isinstance(test, str):
         test = parse_litmus(test)
-    traces = executions(test, nt)
+    traces = executions(test, nt, max_states)
     size = (max(test.locations.values()) // LINE + 1) * LINE
     words = [test.locations[loc] // ATOM for loc in test.observe]
     images: dict[tuple[str, str], frozenset[Image]] = {}
@@ -631,6 +654,8 @@ def run_litmus(test: LitmusTest | str, backend: str | None = None, points: str =
                 for p in pts:
                     space = model.space(p)
                     nstates += space.count
+                    if nstates > max_states:
+                        raise LitmusTooLarge(test.name, max_states, "crash images exceed")
                     for _, img in space.hashed_images(distinct=True):
                         got.add(tuple(img.view(np.uint64)[words].tolist()))
             images[(mode, dom)] = frozenset(got)
@@ -638,9 +663,9 @@ def run_litmus(test: LitmusTest | str, backend: str | None = None, points: str =
 
 
 def check(test: LitmusTest | str, backend: str | None = None, points: str = "reduced",
-          nt: str = "drain") -> LitmusResult:
+          nt: str = "drain", max_states: int = MAX_STATES) -> LitmusResult:
     """Run a test and raise AssertionError listing missing and unexpected images, if any."""
-    res = run_litmus(test, backend, points, nt)
+    res = run_litmus(test, backend, points, nt, max_states)
     bad = res.mismatches()
     if bad:
         raise AssertionError("litmus mismatch:\n  " + "\n  ".join(bad))
