@@ -37,6 +37,8 @@ from pmsim import (
 from pmsim.cache import native
 from pmsim.cli import main
 from pmsim.experiments import run_comparison, run_experiment
+from pmsim.experiments.rows import ROW_NUMBERS
+from pmsim.experiments.sweep import point_key, run_sweep, without_wall_clock
 from pmsim.workloads.base import get_workload
 
 from .badinput import DIR, Case, assert_clean_error, assert_error_names, make_files, params, run_cli
@@ -45,6 +47,29 @@ BACKENDS = ["python", "c"] if native.available() else ["python"]
 
 TIB = str(1 << 40)
 FULL = MachineConfig().to_json()
+
+# a results file of `pmsim reproduce` with one row, and its damaged variants
+ROW: dict[str, Any] = {"paper": "marathe", "experiment": "e", "runtime": "undo",
+                       "workload": "array", "domain": "pdom1", "threads": 1, "txs": 10,
+                       **dict.fromkeys(ROW_NUMBERS, 1.0)}
+META: dict[str, Any] = {"command": "pmsim reproduce marathe", "version": "0", "backend": "c",
+                        "scale": "quick", "workers": "1", "out": "r", "points": 1, "seconds": 1.0}
+
+
+def results(**changes: Any) -> str:
+    """results.json text: ``changes`` replace top-level keys; ``row`` entries replace fields of
+    the one row."""
+    row = {**ROW, **changes.pop("row", {})}
+    return json.dumps({"meta": META, "papers": {"marathe": [row]}, **changes})
+
+
+def table(name: str, needles: list[str], text: str) -> Case:
+    return Case(f"table-{name}", ["table", "{d}/r"], ["results.json", *needles],
+                {"r/results.json": text})
+
+
+COMPARE = ["compare", "--quick", "--no-fuzz", "--kills", "off", "--runtimes", "undo",
+           "--workloads", "array", "--domains", "pdom1", "--txs", "2", "--jobs", "1"]
 
 # -- the pmsim command line -------------------------------------------------------------------
 CLI = [
@@ -110,6 +135,8 @@ CLI = [
          ["cache", "64 cores", "1 GiB"]),
     Case("set-quantum-0", ["config", "--set", "quantum_ns=0"], ["quantum_ns", "0", "> 0"]),
     Case("set-seed-negative", ["config", "--set", "seed=-3"], ["seed", "-3", "0..2**64-1"]),
+    Case("set-pm-region-64-bytes", ["config", "--set", "regions.0.size=64"],
+         ["regions[0]", "64 bytes", "4 KiB", "--set regions.0.size=4096"]),
     # --config files
     Case("config-file-missing", ["config", "--config", "{d}/nope.json"],
          ["nope.json", "does not exist", ".json or .yaml"]),
@@ -153,6 +180,11 @@ CLI = [
     # pmsim run
     Case("run-threads-above-cores", ["run", "--threads", "3", "--cores", "2", "--txs", "2"],
          ["--threads 3", "--cores 2", "--cores 3"]),
+    Case("run-threads-above-preset-cores", ["run", "--threads", "3", "--txs", "2"],
+         ["--threads 3", "--preset default", "2 cores", "--cores 3"]),
+    Case("run-threads-above-preset-cores-named", ["run", "--threads", "5", "--preset",
+                                                  "proteus-marss", "--txs", "2"],
+         ["--threads 5", "--preset proteus-marss", "4 cores", "--cores 5"]),
     Case("run-threads-65", ["run", "--threads", "65"], ["--threads", "65", "1..64"]),
     Case("run-threads-0", ["run", "--threads", "0"], ["--threads", "got 0", "1..64"]),
     Case("run-txs-0", ["run", "--txs", "0"], ["--txs", "got 0", ">= 1"]),
@@ -183,6 +215,61 @@ CLI = [
          ["--csv", "r.csv", "does not exist"]),
     Case("run-json-is-directory", ["run", "--txs", "2", "--json", "{d}/out"],
          ["--json", "out", "is a directory"], {"out": DIR}),
+    # pmsim compare / reproduce / table: lists that name nothing, --jobs, output paths first
+    Case("compare-runtimes-empty", ["compare", "--runtimes", ""],
+         ["--runtimes ''", "names nothing", "leave --runtimes out"]),
+    Case("compare-workloads-only-commas", ["compare", "--workloads", ",", " "],
+         ["--workloads", "names nothing"]),
+    Case("compare-domains-empty", ["compare", "--domains", ""], ["--domains", "names nothing"]),
+    Case("reproduce-only-empty", ["reproduce", "marathe", "--only", ""],
+         ["--only ''", "names nothing"]),
+    Case("compare-jobs-huge", ["compare", "--jobs", "100000"], ["--jobs", "100000", "1..256"]),
+    Case("reproduce-jobs-huge", ["reproduce", "marathe", "--jobs", "100000"],
+         ["--jobs", "100000", "1..256", "CPUs"]),
+    Case("reproduce-jobs-0", ["reproduce", "marathe", "--jobs", "0"], ["--jobs", "got 0", "1..256"]),
+    Case("compare-out-missing-dir", [*COMPARE, "--out", "{d}/no/such/t.md"],
+         ["--out", "t.md", "does not exist"]),
+    Case("compare-out-is-directory", [*COMPARE, "--out", "{d}/t"], ["--out", "is a directory"],
+         {"t": DIR}),
+    Case("compare-out-under-a-file", [*COMPARE, "--out", "{d}/f/t.md"],
+         ["--out", "is not a directory"], {"f": "x"}),
+    Case("reproduce-out-is-a-file", ["reproduce", "marathe", "--out", "{d}/f"],
+         ["--out", "is a file"], {"f": "x"}),
+    Case("reproduce-out-under-a-file", ["reproduce", "marathe", "--out", "{d}/f/res"],
+         ["--out", "is a file", "cannot be created"], {"f": "x"}),
+    Case("reproduce-markdown-is-directory", ["reproduce", "marathe", "--out", "{d}/res",
+                                             "--markdown", "{d}/md"],
+         ["--markdown", "is a directory"], {"md": DIR}),
+    Case("reproduce-markdown-under-a-file", ["reproduce", "marathe", "--out", "{d}/res",
+                                             "--markdown", "{d}/f/r.md"],
+         ["--markdown", "is not a directory"], {"f": "x"}),
+    Case("table-write-markdown-under-a-file", ["table", "{d}/r", "--write", "--markdown",
+                                               "{d}/f/r.md"],
+         ["--markdown", "is not a directory"], {"r/results.json": results(), "f": "x"}),
+    # pmsim table: the results file is checked field by field
+    table("not-an-object", ["JSON list", "meta and papers"], "[1, 2]"),
+    table("meta-int", ["'meta' = 7", "mapping"], results(meta=7)),
+    table("meta-field", ["meta.seconds", "'slow'", "number"],
+          results(meta={**META, "seconds": "slow"})),
+    table("papers-list", ["'papers'", "list", "mapping of paper name"], results(papers=[1])),
+    table("paper-string", ["papers.marathe", "'abc'", "list of rows"],
+          results(papers={"marathe": "abc"})),
+    table("row-not-a-mapping", ["papers.marathe[0]", "int", "not a row"],
+          results(papers={"marathe": [5]})),
+    table("latency-string", ["papers.marathe[0]", "'lat_p50' = 'fast'", "number in [0, 1e+18]"],
+          results(row={"lat_p50": "fast"})),
+    table("latency-huge", ["'lat_p99' = 1e+308", "number in [0, 1e+18]"],
+          results(row={"lat_p99": 1e308})),
+    table("latency-negative", ["'throughput' = -1", "number"], results(row={"throughput": -1})),
+    table("metric-missing", ["'sim_ns' is missing"], results(row={"sim_ns": None}).replace(
+        '"sim_ns": null, ', "")),
+    table("runtime-null", ["'runtime' = None", "non-empty string"], results(row={"runtime": None})),
+    table("paper-field-int", ["'paper' = 3", "string"], results(row={"paper": 3})),
+    table("paper-mismatch", ["'paper' = 'other'", "filed under"], results(row={"paper": "other"})),
+    table("threads-zero", ["'threads' = 0", ">= 1"], results(row={"threads": 0})),
+    table("unified-not-mapping", ["'unified'", "list of rows under 'rows'"], results(unified=3)),
+    table("unified-row", ["unified.rows[0]", "'domain' = ''"],
+          results(unified={"rows": [{**ROW, "domain": ""}]})),
     # pmsim demo
     Case("demo-txs-0", ["demo", "--txs", "0"], ["--txs", "got 0", ">= 1"]),
     Case("demo-txs-negative", ["demo", "--txs", "-5"], ["--txs", "-5", ">= 1"]),
@@ -379,6 +466,12 @@ API: list[tuple[str, Callable[[], Any], list[str], str]] = [
     ("run_experiment-backend", lambda: run_experiment("undo", "array", txs=1, backend="gpu"),
      ["'gpu'", "'c' or 'python'"], ""),
     ("run_comparison-txs-0", lambda: run_comparison(txs=0), ["txs", ">= 1", "got 0"], ""),
+    ("MachineConfig-pm-region-64-bytes", lambda: MachineConfig(regions=(Region("pm", 0, 64, "pm"),)),
+     ["regions[0]", "64 bytes", "4 KiB"], ""),
+    ("run_sweep-jobs-huge", lambda: run_sweep(sweep_point, [{"i": 0}], jobs=100_000),
+     ["jobs=100000", "at most 256"], ""),
+    ("run_sweep-jobs-float", lambda: run_sweep(sweep_point, [{"i": 0}], jobs=2.0),
+     ["jobs=2.0", "1..256"], ""),
 ]
 
 
@@ -389,6 +482,97 @@ def test_pmsim_api_bad_input(make: Callable[[], Any], needles: list[str]) -> Non
     with pytest.raises(PmsimError) as ei:
         make()
     assert_error_names(ei.value, needles)
+
+
+def test_a_valid_results_file_renders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The schema accepts what `pmsim reproduce` writes: the minimal file above and NaN
+    metrics (a run with none)."""
+    (tmp_path / "results.json").write_text(results(row={"ack_p99": math.nan}))
+    rc, out, err = run_cli(main, ["table", str(tmp_path), "--what", "rows"], capsys)
+    assert rc == 0, err
+    assert "undo" in out
+
+
+def test_compare_out_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The up-front check accepts a new file in an existing directory."""
+    out = tmp_path / "t.md"
+    rc, _, err = run_cli(main, [*COMPARE, "--format", "md", "--out", str(out)], capsys)
+    assert rc == 0, err
+    assert out.read_text().startswith("| runtime")
+
+
+# -- the sweep cache: a cached row is input, checked before it is used ---------------------------
+def sweep_point(point: dict[str, Any]) -> dict[str, Any]:
+    """A point function that leaves a mark per call in ``point['d']`` (when given)."""
+    if "d" in point:
+        (Path(point["d"]) / f"call-{point['i']}-{os.getpid()}-{len(os.listdir(point['d']))}"
+         ).touch()
+    return {"runtime": "undo", "lat_p50": 100.0 + point["i"], "commits": point["i"]}
+
+
+def _set_row(**fields: Any) -> Callable[[dict[str, Any]], Any]:
+    return lambda doc: doc["row"].update(fields)
+
+
+TAMPER: list[tuple[str, Callable[[dict[str, Any]], Any], str]] = [
+    ("latency-nan", _set_row(lat_p50=math.nan), "checksum"),
+    ("latency-1e308", _set_row(lat_p50=1e308), "checksum"),
+    ("latency-text", _set_row(lat_p50="fast"), "checksum"),
+    ("empty-row", lambda doc: doc.update(row={}), "checksum"),
+    ("row-a-list", lambda doc: doc.update(row=[1]), "list as its row"),
+    ("no-checksum", lambda doc: doc.pop("row_sha256") and None, "checksum"),
+    ("other-key", lambda doc: doc.update(key="0" * 64), "names another point"),
+    ("truncated", lambda doc: "{\"key\": \"", "not valid JSON"),
+    ("json-list", lambda doc: [doc], "holds a JSON list"),
+]
+
+
+@pytest.mark.parametrize("tamper, why", [pytest.param(t, w, id=i) for i, t, w in TAMPER])
+def test_a_tampered_cache_row_is_recomputed_and_reported(
+        tamper: Callable[[dict[str, Any]], Any], why: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A cached row that fails its checks is not used: the point is recomputed (the rows equal
+    a fresh run's), the file is named on stderr with the reason and the fix, and it is
+    overwritten; every other cached row is still used (nothing computed is lost)."""
+    calls, cache = tmp_path / "calls", tmp_path / "cache"
+    calls.mkdir()
+    pts = [{"i": i, "d": str(calls)} for i in range(3)]
+    rows = run_sweep(sweep_point, pts, executor="serial", cache=cache, progress=False)
+    f = cache / f"{__name__}.sweep_point" / f"{point_key(sweep_point, pts[1])}.json"
+    doc = json.loads(f.read_text())
+    out = tamper(doc)
+    f.write_text(out if isinstance(out, str) else json.dumps(doc if out is None else out))
+    for c in calls.iterdir():
+        c.unlink()
+    capsys.readouterr()
+    assert run_sweep(sweep_point, pts, executor="serial", cache=cache, progress=False) == rows
+    err = capsys.readouterr().err
+    assert [c.name.split("-")[1] for c in calls.iterdir()] == ["1"], "only the bad row reran"
+    assert err.startswith("pmsim: warning: 1 cached row(s) not used, recomputed and overwritten")
+    for needle in (str(f), why, f"Delete the cache directory '{f.parent}'"):
+        assert needle in err, (needle, err)
+    assert run_sweep(sweep_point, pts, executor="serial", cache=cache, progress=False) == rows
+    assert capsys.readouterr().err == "", "the recomputed row was written back"
+
+
+def test_an_empty_cached_row_of_a_paper_point_is_recomputed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`{}` cached under a valid key of a paper's point used to raise KeyError 'paper'."""
+    from pmsim.experiments.claims import Paper, get_paper
+    from pmsim.experiments.reproduce import run_papers
+
+    paper = get_paper("marathe")
+    exp = paper.experiments[0].name
+    pts = paper.points(True, 0.01, [exp])[:1]
+    monkeypatch.setattr(Paper, "points", lambda self, *a: pts)  # one point is enough
+    kw: dict[str, Any] = {"executor": "serial", "cache": tmp_path, "progress": False}
+    want = run_papers([paper], True, 0.01, [exp], **kw)
+    f, = tmp_path.glob("*/*.json")
+    f.write_text(json.dumps({**json.loads(f.read_text()), "row": {}}))
+    capsys.readouterr()
+    assert without_wall_clock(run_papers([paper], True, 0.01, [exp], **kw)["marathe"]) == \
+        without_wall_clock(want["marathe"])
+    assert str(f) in capsys.readouterr().err
 
 
 def test_machine_takes_a_preset_name() -> None:
