@@ -109,8 +109,8 @@ def _why_unreadable(p: Path, e: Exception) -> str:
         load_finding(p)
     except ConfigError as err:
         return str(err).removeprefix(f"{p}: ")
-    return (f"its config names no runtime ({type(e).__name__}: {e}); delete it or re-run the "
-            "campaign to regenerate it")
+    return (f"its config names no runtime ({type(e).__name__}: {e}); delete the file or "
+            "re-run the campaign to regenerate it")
 
 
 def save_findings(report: Report, directory: str | Path = DEFAULT_DIR) -> list[str]:

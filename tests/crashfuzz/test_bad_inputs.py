@@ -31,6 +31,12 @@ from ..badinput import DIR, Case, assert_clean_error, assert_error_names, make_f
 
 U64 = str((1 << 64) - 1)
 GOOD_LITMUS = "T0: x:=1\nexpect (0) (1)\n"
+INTERLEAVED = "".join(f"T{t}: " + "; ".join(f"x:={t * 3 + i + 1}" for i in range(3)) + "\n"
+                      for t in range(3)) + "expect (0)\n"
+"""Three threads of three stores: 1,680 interleavings."""
+WIDE = ("lines " + " ".join(f"x{j}={64 * j}" for j in range(24)) + "\nT0: "
+        + "; ".join(f"x{j}:=1" for j in range(24)) + "\ncrash end\nobserve x0\nexpect (0) (1)\n")
+"""24 unflushed stores to 24 lines: 2**24 crash images at the end."""
 
 
 def _run(*argv: str) -> list[str]:
@@ -53,8 +59,9 @@ CLI = [
     Case("run-jobs-huge", _run("--jobs", "100000"), ["--jobs", "100000", "1..256"]),
     Case("run-threads-0", _run("--threads", "0"), ["--threads", "got 0", "1..64"]),
     Case("run-threads-65", _run("--threads", "65"), ["--threads", "65", "1..64"]),
-    Case("run-txs-0", _run("--txs", "0"), ["--txs", "got 0", ">= 1"]),
-    Case("run-txs-fraction", _run("--txs", "2.5"), ["--txs", "'2.5'", ">= 1"]),
+    Case("run-txs-0", _run("--txs", "0"), ["--txs", "got 0", "1..100000"]),
+    Case("run-txs-fraction", _run("--txs", "2.5"), ["--txs", "'2.5'", "1..100000"]),
+    Case("run-txs-10**15", _run("--txs", str(10**15)), ["--txs", str(10**15), "1..100000"]),
     Case("run-budget-0", _run("--budget", "0"), ["--budget", "got 0", ">= 1"]),
     Case("run-samples-0", _run("--samples", "0"), ["--samples", "got 0", "1..1000000"]),
     Case("run-samples-huge", _run("--samples", "10000000000"),
@@ -140,6 +147,13 @@ CLI = [
          {"t.litmus": "crash sometimes\n" + GOOD_LITMUS}),
     Case("litmus-unknown-line", ["litmus", "{d}/t.litmus"], ["'expected'", "expect"],
          {"t.litmus": "T0: x:=1\nexpected (0) (1)\n"}),
+    Case("litmus-too-many-interleavings", ["litmus", "--max-states", "500", "{d}/t.litmus"],
+         ["'t'", "too large", "interleavings exceed 500 states", "--max-states"],
+         {"t.litmus": INTERLEAVED}),
+    Case("litmus-too-many-crash-images", ["litmus", "{d}/t.litmus"],
+         ["'t'", "too large", "crash images exceed 200,000 states", "--max-states"],
+         {"t.litmus": WIDE}),
+    Case("litmus-max-states-0", ["litmus", "--max-states", "0"], ["--max-states", "got 0"]),
     Case("litmus-second-file-bad", ["litmus", "{d}/a.litmus", "{d}/b.litmus"],
          ["b", "no `expect` line"], {"a.litmus": GOOD_LITMUS, "b.litmus": "T0: x:=1\n"}),
     # the program itself
@@ -286,6 +300,10 @@ FINDINGS: list[tuple[str, Callable[[dict[str, Any], Path, Path], Path], list[str
      ["f.npy", "not a readable .npy"]),
     ("image-not-npy", _image_bytes(b"hello"), ["f.npy", "not a readable .npy"]),
     ("depth-zero", _with(depth=0), ["'depth'", ">= 1", "0"]),
+    ("config-txs-10**15", _config(txs=10**15), ["config", "txs", "at most 100,000",
+                                                 "1,000,000,000,000,000"]),
+    ("config-new-tx-huge", _config(new_tx=10**9), ["config", "new_tx", "at most 100,000"]),
+    ("config-threads-1000", _config(threads=1000), ["config", "threads", "at most 64"]),
     ("lineage-text", _with(depth=2, lineage="abc"), ["'lineage'", "list of crash points", "'abc'"]),
 ]
 
@@ -326,6 +344,53 @@ def test_replay_checks_every_finding(finding: Path, tmp_path: Path,
     assert rc == 0
     rc, out, _ = run_cli(main, ["replay", "--verbose", str(finding)], capsys)
     assert rc == 1 and "FAILURE [" in out and "reproduce:" in out
+
+
+def _run_over(findings: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    return run_cli(main, ["run", "--runtime", "undo", "--txs", "2", "--idempotence", "0",
+                          "--findings", str(findings)], capsys)
+
+
+def test_run_reports_a_finding_claiming_10_15_transactions(
+        finding: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`crashfuzz run` replays saved findings first: one claiming 10**15 transactions is
+    reported unreadable (and why) instead of being run for ever; the new run goes on."""
+    doc, js, _ = _copy(finding, tmp_path)
+    _write(js, {**doc, "config": {**doc["config"], "runtime": "undo", "txs": 10**15}})
+    rc, out, err = _run_over(tmp_path, capsys)
+    assert rc == 0, err
+    assert "replayed 1 saved findings: 0 still fail, 1 unreadable" in out
+    assert f"{js} (unreadable: " in out and "at most 100,000" in out
+
+
+@pytest.mark.parametrize("text, why", [
+    (b'{"config": {"runtime": "undo", "tx', "invalid JSON"), (b"", "invalid JSON"),
+    (b"\xff\xfe", "not UTF-8"), (b"[]", "a JSON list"), (b'{"config": 5}', "'config'"),
+    (b'{"config": {}, "point": 1, "since": -1, "image": "x.npy"}', "x.npy' does not exist")],
+    ids=["truncated", "empty", "not-utf8", "a-list", "config-not-mapping", "no-runtime"])
+def test_run_reports_a_damaged_finding_file(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            text: bytes, why: str) -> None:
+    """A damaged .json in the findings folder cannot say whose finding it is: it is not
+    replayed, but it is named with the reason (it used to be skipped without a word)."""
+    bad = tmp_path / "undo-0000-1.json"
+    bad.write_bytes(text)
+    rc, out, err = _run_over(tmp_path, capsys)
+    assert rc == 0, err
+    assert "replayed 0 saved findings: 0 still fail, 1 unreadable" in out
+    line, = [ln for ln in out.splitlines() if str(bad) in ln]
+    assert "(unreadable: " in line and why in line, line
+
+
+def test_litmus_max_states_raises_the_bound(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """The bound refuses only what is over it: the same program runs under a larger one."""
+    got = run_litmus(INTERLEAVED.replace("expect (0)", "crash end\nexpect (0)")).images
+    images, = got.values()
+    t = tmp_path / "t.litmus"
+    t.write_text(INTERLEAVED.replace("expect (0)", "crash end\nexpect " + " ".join(
+        f"({v})" for (v,) in sorted(images))))
+    rc, out, err = run_cli(main, ["litmus", "--max-states", "100000", str(t)], capsys)
+    assert (rc, out.splitlines()[-1]) == (0, "1 passed, 0 failed"), err
 
 
 def test_load_finding_returns_the_image_unchanged(finding: Path) -> None:
@@ -371,6 +436,14 @@ API: list[tuple[str, Callable[[], Any], list[str], str]] = [
      ["'r1' is a register", "memory location"], ""),
     ("run_litmus-nt-mode", lambda: run_litmus(GOOD_LITMUS, nt="buffered"),
      ["'buffered'", "'drain'", "'issue'"], ""),
+    ("run_litmus-too-many-interleavings", lambda: run_litmus(INTERLEAVED, max_states=1000),
+     ["too large", "interleavings exceed 1,000 states"], ""),
+    ("run_litmus-too-many-crash-images", lambda: run_litmus(WIDE),
+     ["too large", "crash images exceed 200,000"], ""),
+    ("FuzzConfig-txs-10**15", lambda: FuzzConfig(txs=10**15), ["txs", "at most 100,000"], ""),
+    ("FuzzConfig-threads-65", lambda: FuzzConfig(threads=65), ["threads", "at most 64"], ""),
+    ("FuzzConfig-depth-txs-huge", lambda: FuzzConfig(depth_txs=10**6),
+     ["depth_txs", "at most 100,000"], ""),
     ("replay-missing", lambda: replay("no-such-finding.json", verbose=False),
      ["no-such-finding.json", "no such finding file"], ""),
     ("load_finding-missing", lambda: load_finding("no-such-finding.json"),
