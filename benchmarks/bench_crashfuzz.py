@@ -22,6 +22,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Any
 
 from crashfuzz import Campaign, FuzzConfig, Report, fuzz
+from pmsim.options import jobs_arg
 from pmsim.stats import format_table
 
 
@@ -54,7 +55,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="runs per campaign; the best counts")
     ap.add_argument("--recovery", choices=("both", "functional", "timed"), default="both",
                     help="which scratch machine recovers the images")
-    ap.add_argument("--jobs", type=int, default=1,
+    ap.add_argument("--jobs", type=jobs_arg, default=1,
                     help="also time the functional campaign on this many worker processes")
     args = ap.parse_args()
     pool = ProcessPoolExecutor(args.jobs) if args.jobs > 1 else None

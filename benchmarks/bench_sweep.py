@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from pmsim.experiments import run_experiment, run_sweep, without_wall_clock
+from pmsim.options import MAX_JOBS, jobs_arg
 from pmsim.presets import preset
 from pmsim.stats import format_table
 
@@ -33,7 +34,8 @@ def point(p: dict[str, Any]) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="fewer points and transactions")
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
+    ap.add_argument("--jobs", type=jobs_arg, default=min(os.cpu_count() or 1, MAX_JOBS),
+                    help=f"worker processes (1..{MAX_JOBS})")
     args = ap.parse_args()
     n, txs = (6, 100) if args.quick else (18, 400)
     points = [{"runtime": rt, "config": preset(f"marathe-{dom}").replace(cores=1), "seed": i,

@@ -60,3 +60,28 @@ def test_text_and_default_columns() -> None:
 def test_unknown_format() -> None:
     with pytest.raises(ConfigError, match="md, csv, latex, text"):
         render(ROWS, COLS, "html")
+
+
+def test_the_results_schema_accepts_what_reproduce_writes() -> None:
+    """The committed results (every paper and the unified comparison, as `pmsim reproduce
+    all` wrote them) pass the schema `pmsim table` checks, row by row."""
+    import json
+    from pathlib import Path
+
+    from pmsim.experiments.rows import check_results
+
+    path = Path(__file__).resolve().parents[2] / "docs" / "reproduce" / "results.json"
+    doc = json.loads(path.read_text())
+    check_results(doc, str(path))
+    assert sum(len(r) for r in doc["papers"].values()) > 100 and doc["unified"]["rows"]
+
+
+def test_a_measured_row_passes_the_row_schema() -> None:
+    from pmsim.experiments.claims import measure
+    from pmsim.experiments.rows import check_row
+
+    row = measure({"runtime": "undo", "workload": "array", "preset": "default", "txs": 3,
+                   "paper": "marathe", "experiment": "e"})
+    check_row(row, "row")
+    with pytest.raises(ConfigError, match="'lat_p50' = 'fast'"):
+        check_row({**row, "lat_p50": "fast"}, "row")
