@@ -60,6 +60,7 @@ one (``end``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -483,6 +484,25 @@ def _set(tup: tuple, i: int, v: object) -> tuple:
     return tup[:i] + (v,) + tup[i + 1:]
 
 
+OPT_FLUSHES = ("clflushopt", "clwb")
+"""The flushes that may leave the store buffer ahead of older items (see the module doc)."""
+
+
+def _overtakes(item: tuple, older: tuple[tuple, ...], line: Callable[[str], int]) -> bool:
+    """Whether store-buffer ``item`` may leave ahead of every item in ``older``: it is a
+    clflushopt / clwb and none of them is a store, non-temporal store or flush to its line, an
+    sfence or a pcommit (Intel SDM vol. 3 8.2.2 and the CLFLUSHOPT / CLWB pages)."""
+    if item[0] != "flush" or item[1] not in OPT_FLUSHES:
+        return False
+    own = line(item[2])
+    for o in older:
+        if o[0] in ("sfence", "pcommit"):
+            return False
+        if line(o[2] if o[0] == "flush" else o[1]) == own:
+            return False
+    return True
+
+
 def executions(test: LitmusTest, nt: str = "drain") -> set[tuple[Row, ...]]:
     """Every distinct persistence trace (rows ``(kind, tid, addr, value, aux)``) of the test.
 
@@ -523,6 +543,13 @@ def executions(test: LitmusTest, nt: str = "drain") -> set[tuple[Row, ...]]:
         pcs, regs, bufs, wcs, mem, tr = st
         done = True
         for t in range(nthreads):
+            # a clflushopt / clwb leaves ahead of the older items it is not ordered with
+            for i in range(1, len(bufs[t])):
+                item = bufs[t][i]
+                if _overtakes(item, bufs[t][:i], line):
+                    nb = _set(bufs, t, bufs[t][:i] + bufs[t][i + 1:])
+                    ev = (int(_FLUSH_EV[item[1]]), t, addr[item[2]] // LINE * LINE, 0, 0)
+                    stack.append((pcs, regs, nb, wcs, mem, tr + (ev,)))
             # the oldest store-buffer item of thread t leaves the buffer
             if bufs[t]:
                 done = False
