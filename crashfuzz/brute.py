@@ -5,10 +5,13 @@ This module shares no code with the crash-state model (:mod:`crashfuzz.model`,
 :class:`~crashfuzz.litmus.LitmusTest` and explores every state of a small machine, so the tests
 can hold the model to it. The machine, per thread:
 
-* a FIFO store buffer of stores, non-temporal stores, flushes (clflush / clflushopt / clwb),
-  sfences and pcommits; loads forward from it (then from the write-combining buffer, then
-  from memory) and may run ahead of it; mfence and xchg wait for it and for the
-  write-combining buffer to drain;
+* a store buffer of stores, non-temporal stores, flushes (clflush / clflushopt / clwb),
+  sfences and pcommits, which leave it oldest first, except that a clflushopt or clwb may
+  leave ahead of older entries other than an sfence, a pcommit, or a store, non-temporal
+  store or flush of its own cache line (Intel SDM vol. 3 8.2.2: these flushes are ordered
+  only with older writes to their line, fences and locked operations); loads forward from it
+  (then from the write-combining buffer, then from memory) and may run ahead of it; mfence
+  and xchg wait for it and for the write-combining buffer to drain;
 * a write-combining buffer of non-temporal stores, which drain in any order (in order per
   location) and are not snooped: a store becomes visible when it leaves that buffer. A plain
   store may not leave the store buffer while a non-temporal store of its thread to its line
@@ -177,12 +180,36 @@ class _Machine:
         out += self._persist(st)
         return out
 
+    def _may_leave(self, buf: tuple, i: int) -> bool:
+        """Whether store-buffer entry i may leave now: the oldest entry may; a clflushopt / clwb
+        may pass older entries unless one is an sfence, a pcommit, or a store, non-temporal
+        store or flush of its own cache line."""
+        item = buf[i]
+        if i == 0:
+            return True
+        if item[0] != "fl" or item[1] == "clflush":
+            return False
+        own = self.line[item[2]]
+        for older in buf[:i]:
+            if older[0] in ("sf", "pc"):
+                return False
+            if self.line[older[2] if older[0] == "fl" else older[1]] == own:
+                return False
+        return True
+
     def _drain_store_buffer(self, st: tuple, t: int) -> list[tuple]:
+        out: list[tuple] = []
+        for i in range(len(st[2][t])):
+            if self._may_leave(st[2][t], i):
+                out += self._leave(st, t, i)
+        return out
+
+    def _leave(self, st: tuple, t: int, i: int) -> list[tuple]:
+        """Store-buffer entry i of thread t leaves the buffer (if it can)."""
         pcs, regs, sb, wc, mem, hist, acc, per, req, preq = st
-        if not sb[t]:
-            return []
-        item = sb[t][0]
-        st = (pcs, regs, self._put(sb, t, sb[t][1:]), wc, mem, hist, acc, per, req, preq)
+        item = sb[t][i]
+        st = (pcs, regs, self._put(sb, t, sb[t][:i] + sb[t][i + 1:]), wc, mem, hist, acc, per, req,
+              preq)
         kind = item[0]
         if kind == "st":
             if any(self.line[lj] == self.line[item[1]] or (lj, item[1]) in self.after

@@ -60,6 +60,31 @@ LOC_ROWS = {
               {(0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 0, 1), (1, 0, 1), (1, 1, 1)}),
 }
 
+A16 = {(a, b, c, d) for a in (0, 3) for b in (0, 4) for c in (0, 1) for d in (0, 2)}
+A14 = A16 - {(0, 4, 0, 2), (0, 4, 1, 2)}
+A12 = {im for im in A16 if im[3] == 0 or im[2] == 1}
+
+# The rows of a clflushopt / clwb leaving the store buffer ahead of older entries to other lines
+# (Intel SDM vol. 3 8.2.2), over (a,b,c,d) (F2l, F2lp: (a,b,e,d), e in a's line):
+# (modes, domains, images). F1* gain images with it; the F2* controls must not.
+FLUSH_ROWS = {
+    "F1": (BOTH, ("pdom1",), A16),
+    "F1w": (BOTH, ("pdom1",), A16),
+    "F1l": (BOTH, ("pdom1",), A16),
+    "F1p": (BOTH, ("pdom0",), A16),
+    "F1c": (BOTH, ("pdom1",), A12),
+    "F1o": (BOTH, ("pdom1",), A12),
+    "F2s": (BOTH, ("pdom1",), A14),
+    "F2m": (BOTH, ("pdom1",), A14),
+    "F2x": (BOTH, ("pdom1",), A14),
+    "F2p": (BOTH, ("pdom0",), A14),
+    "F2l": (("line",), ("pdom1",), {
+        (0, 0, 0, 0), (0, 0, 1, 0), (3, 0, 0, 0), (3, 0, 1, 0), (0, 4, 0, 0), (3, 4, 0, 0),
+        (3, 4, 1, 0), (0, 0, 1, 2), (3, 0, 1, 2), (3, 4, 1, 2)}),
+    "F2lp": (("px86",), ("pdom1",), {(a, b, e, 0) for a in (0, 3) for b in (0, 4) for e in (0, 1)}
+             | {(0, 0, 1, 2), (3, 0, 1, 2), (3, 4, 1, 2)}),
+}
+
 SUITE = {t.name: t for t in litmus_suite()}
 
 
@@ -75,6 +100,34 @@ def test_every_loc_row_has_a_data_file() -> None:
     for name, (modes, domains, order, images) in LOC_ROWS.items():
         t = SUITE[name]
         assert (t.modes, t.domains, t.order, set(t.expect)) == (modes, domains, order, images), name
+
+
+def test_every_flush_ordering_row_has_a_data_file() -> None:
+    assert {n for n in SUITE if n.startswith("F")} == set(FLUSH_ROWS)
+    for name, (modes, domains, images) in FLUSH_ROWS.items():
+        t = SUITE[name]
+        assert (t.modes, t.domains, set(t.expect)) == (modes, domains, images), name
+
+
+@pytest.mark.parametrize("program, orders", [
+    ("c:=1; clflushopt a", 2),            # the flush may pass the older store to another line
+    ("c:=1; clwb a", 2),
+    ("c:=1; d:=1; clwb a", 3),            # ... and several of them
+    ("clflush c; clwb a", 2),             # ... and a clflush or clflushopt of another line
+    ("clflushopt c; clflushopt a", 2),
+    ("c:=1; clflushopt a; d:=1", 2),      # a younger store does not pass it
+    ("c:=1; clflush a", 1),               # clflush is ordered with every older write
+    ("c:=1; sfence; clwb a", 1),          # nor does it pass an sfence or a pcommit
+    ("c:=1; pcommit; clwb a", 1),
+    ("e:=1; clflushopt a", 1),            # nor a store or flush of its own line (e is in a's)
+    ("clwb e; clflushopt a", 1),
+])
+def test_clflushopt_and_clwb_leave_ahead_of_older_entries_to_other_lines(program: str,
+                                                                          orders: int) -> None:
+    test = parse_litmus(f"lines a=0 e=8\nT0: {program}\nobserve a\nexpect 0")
+    traces = executions(test)
+    assert len(traces) == orders
+    assert all(len(tr) == len(program.split(";")) for tr in traces)  # one event each
 
 
 @pytest.mark.parametrize("name", sorted(SUITE))

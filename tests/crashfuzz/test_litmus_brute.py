@@ -93,7 +93,16 @@ def _family(draw: st.DrawFn, locs: tuple[str, ...]) -> list[list[str]]:
     def anywhere() -> str:
         return draw(st.sampled_from(locs))
 
-    shape = draw(st.sampled_from(["store-buffering", "message-passing", "guarded", "ordered"]))
+    shape = draw(st.sampled_from(["store-buffering", "message-passing", "guarded", "ordered",
+                                  "flush-passes"]))
+    if shape == "flush-passes":  # F1: may T0's flush of b take effect before a is visible?
+        c = draw(st.sampled_from(locs))
+        flush = draw(st.sampled_from(["clflushopt", "clwb", "clflush"]))
+        between = draw(st.sampled_from(["", "", "sfence", "mfence", "pcommit", f"clflush {c}",
+                                        f"clwb {c}", f"xchg {c},2"]))
+        fence = draw(st.sampled_from(["sfence", "mfence", f"xchg {c},2"]))
+        return [[write(a), *([between] if between else []), f"{flush} {b}", fence],
+                [write(b, 3), f"r:={a}", f"if r=0 {{ {write(c, 4)} }}"]]
     if shape == "store-buffering":
         c, d = draw(st.permutations(locs))[:2]  # different locations show that both ran
         return [[write(a), *order(a), f"r:={b}", f"if r=0 {{ {write(c, 2)} }}"],
