@@ -211,18 +211,6 @@ def kill_point(point: Mapping[str, Any]) -> dict[str, Any]:
             "ok": row.as_expected, "base": row.base}
 
 
-def _columns(rule: str) -> list[tuple[int, int]]:
-    """The (start, end) of each column of a text table, from its rule of dashes."""
-    out, start = [], None
-    for i, ch in enumerate(rule + " "):
-        if ch == "-" and start is None:
-            start = i
-        elif ch != "-" and start is not None:
-            out.append((start, i))
-            start = None
-    return out
-
-
 def read_kill_matrix(path: str | Path = KILL_MATRIX_FILE) -> list[dict[str, Any]]:
     """The rows of a kill-matrix table as ``crashfuzz mutants`` prints it (docs/kill-matrix.txt):
     mutant, domain, killed, expected_kill, workload, ok (as expected) and base (``passes``,
@@ -238,13 +226,12 @@ def read_kill_matrix(path: str | Path = KILL_MATRIX_FILE) -> list[dict[str, Any]
     if head is None or head + 1 >= len(lines):
         raise ConfigError(f"{p.name} has no 'mutant domain killed expected' header; regenerate "
                           "it with `crashfuzz mutants > docs/kill-matrix.txt`")
-    spans = _columns(lines[head + 1])
-    names = [lines[head][a:b].strip() for a, b in spans]
+    names = lines[head].replace("first point", "first_point").split()
     out = []
     for ln in lines[head + 2:]:
         if not ln.strip():
             break
-        f = dict(zip(names, (ln[a:b].strip() for a, b in spans), strict=True))
+        f = dict(zip(names, ln.split(maxsplit=len(names) - 1), strict=False))
         if ":" not in f.get("mutant", "") or f.get("domain") not in DOMAINS:
             continue
         expected = f.get("expected") == "kill"
