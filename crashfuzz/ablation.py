@@ -16,6 +16,10 @@ list of workloads until one kills it. Each (mutation, domain) cell is
   are always tried: every campaign runs recovery; so are hardware edge steps, which no run
   issues: the runtime hands them to the crash-state model).
 
+Domains the runtime does not support (:attr:`~pmsim.runtimes.Runtime.supported_domains`) are
+left out, each with a note in the result's ``skipped``; a request in none it supports is
+refused (:class:`~pmsim.errors.UnsupportedDomainError`).
+
 A redundant cell is either harmless in that domain (under PDOM-2 every visible store is
 persistent, in order, so flushes and barriers order nothing) or a coverage gap of the workloads;
 :func:`explain` says which it can tell, and ``docs/ablation-*.md`` carries the rest.
@@ -57,6 +61,17 @@ class AblationCell:
     @property
     def note(self) -> str:
         return explain(self)
+
+
+class Ablation(list[AblationCell]):
+    """The cells of :func:`ablate`, and ``skipped``: a note for each requested domain the
+    runtime does not support (not run)."""
+
+    skipped: list[str]
+
+    def __init__(self, cells: Iterable[AblationCell] = (), skipped: Sequence[str] = ()) -> None:
+        super().__init__(cells)
+        self.skipped = list(skipped)
 
 
 def explain(cell: AblationCell) -> str:
@@ -111,12 +126,19 @@ def _fuzz_until_killed(cls: type, domain: str, base: FuzzConfig) -> tuple[str, s
 
 def ablate(runtime: str, domains: Sequence[str] = DOMAINS, steps: Iterable[str] | None = None,
            swaps: bool = True, base: FuzzConfig | None = None,
-           progress: Callable[[AblationCell], None] | None = None) -> list[AblationCell]:
-    """The necessity matrix of ``runtime``: one cell per (mutation, domain)."""
+           progress: Callable[[AblationCell], None] | None = None) -> Ablation:
+    """The necessity matrix of ``runtime``: one cell per (mutation, supported domain)."""
     base = base or FuzzConfig(runtime=runtime, txs=8, idempotence=2, reduce=False, budget=4096,
                               new_tx=3, new_tx_every_image=True)
     base = replace(base, runtime=runtime)
     cls = get_runtime(runtime)
+    refused = [d for d in domains if d not in cls.supported_domains]
+    skipped = [f"not run in {d}: {cls.domain_problem(d)}" for d in refused]
+    domains = [d for d in domains if d in cls.supported_domains]
+    if refused and not domains:
+        cls.check_domain(refused[0])
+    if base.domain not in cls.supported_domains and domains:
+        base = replace(base, domain=domains[0])  # where the crash-free runs find the steps
     kinds = {s.name: s.kind for s in cls.persist_steps()}
     seen, pairs = steps_seen(runtime, base)
     wanted = list(kinds) if steps is None else list(steps)
@@ -128,7 +150,7 @@ def ablate(runtime: str, domains: Sequence[str] = DOMAINS, steps: Iterable[str] 
     muts: list[tuple[Mutation, str, str]] = [(Drop(s), s, kinds[s]) for s in wanted]
     if swaps and steps is None:
         muts += [(swap(a, b), f"{a} <-> {b}", "swap") for a, b in pairs]
-    cells = []
+    cells = Ablation(skipped=skipped)
     for m, step, kind in muts:
         label = str(m) if isinstance(m, Drop) else f"swap({step})"
         for d in domains:
@@ -190,5 +212,5 @@ def cells_to_rows(cells: Sequence[AblationCell]) -> list[dict[str, Any]]:
              "states": c.states, "s": round(c.seconds, 2)} for c in cells]
 
 
-__all__ = ["AblationCell", "VERDICTS", "WORKLOAD_TRIALS", "ablate", "cells_to_rows", "explain",
+__all__ = ["Ablation", "AblationCell", "VERDICTS", "WORKLOAD_TRIALS", "ablate", "cells_to_rows", "explain",
            "format_ablation", "steps_seen"]

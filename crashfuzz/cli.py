@@ -251,6 +251,8 @@ def _cmd_ablate(args: argparse.Namespace) -> int:
     if sys.stderr.isatty():
         sys.stderr.write("\n")
     print(format_ablation(cells) if args.markdown else format_table(cells_to_rows(cells)))
+    for note in cells.skipped:
+        print(f"\n{note}")
     return 0
 
 

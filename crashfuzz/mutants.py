@@ -8,6 +8,17 @@ steps. It must be *killed* (the fuzzer reports a failure) in each domain where i
 must survive where it is harmless (a dropped persist barrier under PDOM-2). Each mutant is tried
 on a list of workloads until one kills it; the row records which. Campaigns run at the default
 crash depth (2), so bugs that need a second crash inside the run after recovery are caught.
+
+A failing campaign kills the mutant only if the unmodified runtime (the mutant's base) passes
+the same campaign: otherwise the failure is the base's own (a bug of the protocol, or a workload
+it cannot run), says nothing about the mutation, and the row is ``base-fails``, never as
+expected. Base campaigns are cached per (base runtime, config) in the process, so the mutants
+of one protocol share them.
+
+Pairs whose domain the mutant's runtime does not support
+(:attr:`~pmsim.runtimes.Runtime.supported_domains`) are not run: :func:`kill_one` refuses them,
+:func:`kill_matrix` leaves them out and lists them (:attr:`KillMatrix.skipped`), and refuses
+a request in which no pair is supported.
 """
 
 from __future__ import annotations
@@ -18,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pmsim.runtimes.mutation import Mutant
-from pmsim.runtimes.registry import MUTANTS, get_mutant
+from pmsim.runtimes.registry import MUTANTS, get_mutant, get_runtime, reference
 from pmsim.usercode import import_path
 
 from .campaign import FuzzConfig, fuzz
@@ -37,7 +48,9 @@ WORKLOAD_TRIALS: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = (
 
 @dataclass
 class KillRow:
-    """One mutant in one domain."""
+    """One mutant in one domain. ``killed``: a campaign failed on the mutant and the base
+    runtime passed the same campaign; ``base``: ``"passes"``, ``"fails"`` (the failure was the
+    base's own: not a kill) or ``"-"`` (no campaign failed on the mutant, none was run)."""
 
     mutant: str
     domain: str
@@ -48,10 +61,44 @@ class KillRow:
     failure: str
     states: int
     seconds: float
+    base: str = "-"
+
+    @property
+    def verdict(self) -> str:
+        """``yes``, ``no`` or ``base-fails`` (the matrix's killed column)."""
+        return "base-fails" if self.base == "fails" else "yes" if self.killed else "no"
 
     @property
     def as_expected(self) -> bool:
-        return self.killed == self.expected_kill
+        return self.base != "fails" and self.killed == self.expected_kill
+
+
+class KillMatrix(list[KillRow]):
+    """The rows of :func:`kill_matrix`, and ``skipped``: one note per domain naming the
+    mutants not run there because their runtime does not support it."""
+
+    skipped: list[str]
+
+    def __init__(self, rows: Iterable[KillRow] = (), skipped: Sequence[str] = ()) -> None:
+        super().__init__(rows)
+        self.skipped = list(skipped)
+
+
+_BASE_RESULTS: dict[tuple[Any, FuzzConfig], tuple[bool, str]] = {}
+"""Outcomes of base-runtime campaigns, (passed, first failure), by (runtime, config): a
+campaign is deterministic, so the mutants of one protocol share them."""
+
+
+def base_result(cls: type, cfg: FuzzConfig) -> tuple[bool, str]:
+    """Whether the unmodified runtime ``cls`` passes campaign ``cfg`` (its ``runtime`` field
+    is replaced by ``cls``), and its first failure; cached per (runtime, config)."""
+    ref = reference(cls)[0]
+    cfg = replace(cfg, runtime=ref or cfg.runtime)
+    key = (ref or cls, cfg)
+    if key not in _BASE_RESULTS:
+        rep = fuzz(cfg, runtime=None if ref else cls)
+        _BASE_RESULTS[key] = (rep.ok, "" if rep.ok else rep.failures[0].summary())
+    return _BASE_RESULTS[key]
 
 
 def trials(base: FuzzConfig, first: str = "", txs: int = 0,
@@ -75,14 +122,18 @@ def trials(base: FuzzConfig, first: str = "", txs: int = 0,
 
 def kill_one(mutant: Mutant, domain: str, base: FuzzConfig, runtime: str | None = None) -> KillRow:
     """Fuzz ``mutant`` (registered, loaded by import path, or neither) in ``domain`` on the trial
-    workloads until killed. ``runtime``: the string that names it (its registered name or
-    import path, found by default), which the campaigns' configs carry."""
+    workloads until a campaign fails; that campaign is then run on the mutant's base runtime,
+    and the row is a kill only if the base passes it. ``runtime``: the string that names the
+    mutant (its registered name or import path, found by default), which the campaigns' configs
+    carry. Raises :class:`~pmsim.errors.UnsupportedDomainError` for a domain its runtime does
+    not support."""
     t0 = time.perf_counter()
     states = 0
     last = None
     if runtime is None:
         runtime = mutant.name if MUTANTS.get(mutant.name) is mutant else import_path(mutant)[0]
     cls = None if runtime is not None else mutant.build()
+    (cls or get_runtime(runtime or mutant.base_name)).check_domain(domain)
     for cfg in trials(replace(base, runtime=runtime or mutant.base_name, domain=domain,
                               threads=max(base.threads, mutant.threads), stop_at_first=True),
                       mutant.workload, mutant.txs, mutant.params):
@@ -90,18 +141,25 @@ def kill_one(mutant: Mutant, domain: str, base: FuzzConfig, runtime: str | None 
         states += rep.states_checked
         last = cfg
         if not rep.ok:
-            f = rep.failures[0]
-            return KillRow(mutant.name, domain, domain in mutant.domains, True, cfg.workload,
-                           rep.first_failure_point, f.summary(), states, time.perf_counter() - t0)
+            failure = rep.failures[0].summary()
+            base_ok, base_failure = base_result(mutant.base, cfg)
+            if not base_ok:
+                failure = f"the base runtime fails too: {base_failure}"
+            return KillRow(mutant.name, domain, domain in mutant.domains, base_ok, cfg.workload,
+                           rep.first_failure_point, failure, states, time.perf_counter() - t0,
+                           "passes" if base_ok else "fails")
     return KillRow(mutant.name, domain, domain in mutant.domains, False,
                    last.workload if last else "-", None, "", states, time.perf_counter() - t0)
 
 
 def kill_matrix(mutants: Sequence[str] | None = None, domains: Sequence[str] = DOMAINS,
                 base: FuzzConfig | None = None,
-                progress: Callable[[KillRow], None] | None = None) -> list[KillRow]:
-    """Fuzz every mutant (default: all registered) in every domain; one row each. A mutant is
-    a registered name or the import path of a module-level Mutant (``"my_mutants.py:m"``)."""
+                progress: Callable[[KillRow], None] | None = None) -> KillMatrix:
+    """Fuzz every mutant (default: all registered) in every domain its runtime supports; one
+    row each. A mutant is a registered name or the import path of a module-level Mutant
+    (``"my_mutants.py:m"``). Pairs in an unsupported domain are listed in the result's
+    ``skipped``; if no pair is supported, the refusal is raised
+    (:class:`~pmsim.errors.UnsupportedDomainError`)."""
     base = base or FuzzConfig(txs=8, idempotence=2, reduce=False, budget=4096,
                               new_tx=3, new_tx_every_image=True)
     if mutants is None:
@@ -109,28 +167,42 @@ def kill_matrix(mutants: Sequence[str] | None = None, domains: Sequence[str] = D
         names = sorted(MUTANTS)
     else:
         names = list(mutants)
-    rows = []
+    pairs, refused = [], {}
     for name in names:
         m = get_mutant(name)
         for d in domains:
-            if d not in m.base.supported_domains:
-                continue
-            row = kill_one(m, d, base, name)
-            rows.append(row)
-            if progress:
-                progress(row)
+            if d in m.base.supported_domains:
+                pairs.append((name, m, d))
+            else:
+                refused.setdefault(d, []).append(name)
+    if refused and not pairs:
+        d, (name, *_) = next(iter(refused.items()))
+        get_runtime(name).check_domain(d)
+    rows = KillMatrix(skipped=[
+        f"not run in {d}, which their runtime does not support: {', '.join(ns)} (see "
+        "supported_domains)" for d, ns in refused.items()])
+    for name, m, d in pairs:
+        row = kill_one(m, d, base, name)
+        rows.append(row)
+        if progress:
+            progress(row)
     return rows
 
 
 def format_matrix(rows: Sequence[KillRow]) -> str:
+    """The matrix as a text table; ``killed`` is yes, no or base-fails, ``base`` whether the
+    unmodified runtime passed the campaign that failed on the mutant; the notes of a
+    :class:`KillMatrix`'s skipped pairs follow it."""
     from pmsim.stats import format_table
 
     recs = [{"mutant": r.mutant, "domain": r.domain,
-             "killed": "yes" if r.killed else "no",
+             "killed": r.verdict,
              "expected": "kill" if r.expected_kill else "survive",
              "ok": "ok" if r.as_expected else "UNEXPECTED",
+             "base": r.base,
              "workload": r.workload,
              "first point": "-" if r.first_point is None else r.first_point,
              "states": r.states, "s": round(r.seconds, 2),
              "failure": r.failure[:70]} for r in rows]
-    return format_table(recs)
+    skipped = getattr(rows, "skipped", ())
+    return format_table(recs) + ("\n\n" + "\n".join(skipped) if skipped else "")

@@ -21,6 +21,16 @@ class UnknownNameError(ConfigError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class UnsupportedDomainError(ConfigError):
+    """A runtime was asked to run in a persistence domain its protocol is not defined for
+    (:attr:`pmsim.runtimes.Runtime.supported_domains`); the message says why and what to use."""
+
+    def __init__(self, message: str, runtime: str = "", domain: str = "") -> None:
+        super().__init__(message)
+        self.runtime = runtime
+        self.domain = domain
+
+
 class TraceError(PmsimError, ValueError):
     """A persistence trace or PM image is malformed."""
 

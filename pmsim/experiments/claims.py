@@ -24,6 +24,7 @@ import importlib
 import itertools
 import math
 import statistics
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -492,7 +493,13 @@ def paper_names() -> list[str]:
 def run_points(points: Sequence[Mapping[str, Any]], fn: Callable[[dict[str, Any]], dict[str, Any]]
                = measure, label: str = "experiments", **sweep: Any) -> list[dict[str, Any]]:
     """Rows of ``fn`` over ``points`` via :func:`~.sweep.run_sweep` (``sweep``: its options;
-    an empty list of points gives no rows)."""
+    an empty list of points gives no rows). A point whose runtime does not support its domain
+    gets no row, and a note on stderr (:func:`~.run.supported_points`)."""
+    from .run import supported_points
+
+    points, notes = supported_points(points)
+    for note in notes:
+        print(f"{label}: {note}", file=sys.stderr)
     if not points:
         return []
     from .sweep import run_sweep

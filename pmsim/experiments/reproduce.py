@@ -405,6 +405,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                   "Every protocol on the same machine, workloads and domains")
     if args.format in ("md", "text"):
         print(f"# {u.describe()}; mutants killed: {source}")
+    else:
+        for note in u.skipped():
+            print(f"# {note}", file=sys.stderr)
     print(text, end="")
     if args.out:
         try:

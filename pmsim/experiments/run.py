@@ -9,14 +9,14 @@ flushes, fences and bytes written to PM media.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..config import MachineConfig
-from ..errors import ConfigError
+from ..errors import ConfigError, PmsimError
 from ..presets import preset
 from ..runtimes.costs import RuntimeCosts
 from ..runtimes.mutation import Mutant
@@ -188,3 +188,41 @@ def run_experiment(runtime: str | type | Mutant, workload: WorkloadArg,
         wall_s=wall, ack_p50=a50, ack_p90=a90, ack_p99=a99, counters=counters,
         params=dict(params or {}), config=m.config.to_dict(), seed=seed,
         backend=m.backend, version=__version__)
+
+
+def unsupported(point: Mapping[str, Any]) -> str:
+    """Why the runtime of a sweep point (``runtime`` or ``mutant``) refuses the point's domain
+    (``domain``, else ``machine["domain"]``, else the preset's), or ``""`` when it supports it
+    or the point does not say (the point function then reports any error itself)."""
+    from ..runtimes.registry import get_runtime
+
+    if not isinstance(point, Mapping):
+        return ""
+    try:
+        if isinstance(point.get("mutant"), str):
+            cls = get_runtime(point["mutant"])
+        elif isinstance(point.get("runtime"), str):
+            cls = get_runtime(point["runtime"])
+        else:
+            return ""
+        machine = point.get("machine") or {}
+        domain = point.get("domain") or (machine.get("domain") if isinstance(machine, Mapping)
+                                         else None)
+        if domain is None and isinstance(point.get("preset"), str):
+            domain = preset(point["preset"]).domain
+    except PmsimError:
+        return ""
+    return cls.domain_problem(domain) if isinstance(domain, str) else ""
+
+
+def supported_points(points: Sequence[Mapping[str, Any]]
+                     ) -> tuple[list[Mapping[str, Any]], list[str]]:
+    """The points whose runtime supports their domain, and a note for each one left out."""
+    keep, notes = [], []
+    for i, p in enumerate(points):
+        why = unsupported(p)
+        if why:
+            notes.append(f"point {i} not run: {why}")
+        else:
+            keep.append(p)
+    return keep, notes

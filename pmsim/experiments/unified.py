@@ -105,7 +105,21 @@ class Unified:
                 raise unknown("workload", w, KNOWN)
         if self.machine not in MACHINES and self.machine not in PRESETS:
             raise unknown("machine", self.machine, [*MACHINES, *PRESETS])
-        return replace(self, runtimes=self.runtimes or tuple(protocols))
+        out = replace(self, runtimes=self.runtimes or tuple(protocols))
+        if out.runtimes and not any(_supports(r, d) for r in out.runtimes for d in out.domains):
+            get_runtime(out.runtimes[0]).check_domain(out.domains[0])
+        return out
+
+    def skipped(self) -> list[str]:
+        """One note per domain naming the runtimes not run there because they do not support
+        it (e.g. ``pmem`` and ``proteus`` in PDOM-0, see ``supported_domains``)."""
+        by: dict[str, list[str]] = {}
+        for d in self.domains:
+            for rt in self.runtimes:
+                if not _supports(rt, d):
+                    by.setdefault(d, []).append(rt)
+        return [f"not run in {d}, which they do not support: {', '.join(rts)}"
+                for d, rts in by.items()]
 
     def preset(self, domain: str) -> tuple[str, dict[str, Any]]:
         """The preset and machine overrides of ``domain``."""
@@ -142,8 +156,10 @@ class Unified:
                  else f"{self.machine} with the domain replaced")
         params = "; ".join(f"{w} {', '.join(f'{k}={v:g}' for k, v in WORKLOAD_PARAMS[w].items())}"
                            for w in self.workloads if w in WORKLOAD_PARAMS)
+        skipped = "".join(f"; {note}" for note in self.skipped())
         return (f"machine {self.machine} ({where}); {self.threads} thread(s), {self.txs} "
-                f"measured transactions per thread after {self.warmup} warm-up; {params}")
+                f"measured transactions per thread after {self.warmup} warm-up; {params}"
+                f"{skipped}")
 
 
 def _durable(runtime: str) -> bool:
@@ -191,11 +207,14 @@ def kill_point(point: Mapping[str, Any]) -> dict[str, Any]:
 
     (row,) = kill_matrix([point["mutant"]], [point["domain"]])
     return {"mutant": row.mutant, "domain": row.domain, "killed": row.killed,
-            "expected_kill": row.expected_kill, "workload": row.workload}
+            "expected_kill": row.expected_kill, "workload": row.workload,
+            "ok": row.as_expected, "base": row.base}
 
 
 def read_kill_matrix(path: str | Path = KILL_MATRIX_FILE) -> list[dict[str, Any]]:
-    """The rows of a kill-matrix table as ``crashfuzz mutants`` prints it (docs/kill-matrix.txt)."""
+    """The rows of a kill-matrix table as ``crashfuzz mutants`` prints it (docs/kill-matrix.txt):
+    mutant, domain, killed, expected_kill, workload, ok (as expected) and base (``passes``,
+    ``fails`` or ``-``; ``-`` also for a table written before the base was checked)."""
     p = Path(path)
     try:
         lines = p.read_text().splitlines()
@@ -204,22 +223,30 @@ def read_kill_matrix(path: str | Path = KILL_MATRIX_FILE) -> list[dict[str, Any]
                           "compute it instead (--kills compute)") from None
     head = next((i for i, ln in enumerate(lines) if ln.split()[:3] == ["mutant", "domain",
                                                                           "killed"]), None)
-    if head is None:
+    if head is None or head + 1 >= len(lines):
         raise ConfigError(f"{p.name} has no 'mutant domain killed expected' header; regenerate "
                           "it with `crashfuzz mutants > docs/kill-matrix.txt`")
+    names = lines[head].replace("first point", "first_point").split()
     out = []
     for ln in lines[head + 2:]:
-        f = ln.split()
-        if len(f) < 6 or ":" not in f[0]:
+        if not ln.strip():
+            break
+        f = dict(zip(names, ln.split(maxsplit=len(names) - 1), strict=False))
+        if ":" not in f.get("mutant", "") or f.get("domain") not in DOMAINS:
             continue
-        out.append({"mutant": f[0], "domain": f[1], "killed": f[2] == "yes",
-                    "expected_kill": f[3] == "kill", "workload": f[5]})
+        expected = f.get("expected") == "kill"
+        killed = f.get("killed") == "yes"
+        out.append({"mutant": f["mutant"], "domain": f["domain"], "killed": killed,
+                    "expected_kill": expected, "workload": f.get("workload", "-"),
+                    "ok": f.get("ok", "ok" if killed == expected else "") == "ok",
+                    "base": f.get("base", "-")})
     return out
 
 
 def kill_counts(kill_rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, int]]:
     """Per (runtime, domain): mutants that are bugs there (``bugs``), how many of them the
-    fuzzer killed, and how many rows went against expectation (``unexpected``)."""
+    fuzzer killed, and how many rows went against expectation (``unexpected``: a base that
+    fails the campaign that failed on its mutant counts as one)."""
     from ..runtimes.registry import MUTANTS, get_runtime
 
     get_runtime("undo")
@@ -231,7 +258,7 @@ def kill_counts(kill_rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str],
         if r["expected_kill"]:
             c["bugs"] += 1
             c["killed"] += int(r["killed"])
-        c["unexpected"] += int(r["killed"] != r["expected_kill"])
+        c["unexpected"] += int(not r.get("ok", r["killed"] == r["expected_kill"]))
     return out
 
 

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import ConfigError, PmsimError
+from ..errors import ConfigError, PmsimError, UnsupportedDomainError
 from ..trace import Mark
 from .alloc import Allocator
 from .alloclog import AllocLog
@@ -162,6 +162,7 @@ class Runtime(PersistSteps, AllocLog, BackgroundThreads):
     """Data mutations of a mutant class (:mod:`.mutation`); empty for a correct runtime."""
 
     def __init__(self, machine: Any, layout: Layout, costs: RuntimeCosts | None = None) -> None:
+        self.check_domain(machine.config.domain)
         if layout.family != self.family:
             raise ConfigError(f"layout was planned for {layout.family!r}, not {self.family!r}: plan "
                               f"it with {type(self).__name__}.plan(...)")
@@ -309,7 +310,41 @@ class Runtime(PersistSteps, AllocLog, BackgroundThreads):
     # -- transactions --------------------------------------------------------------------------
     supported_domains: ClassVar[tuple[str, ...]] = ("pdom0", "pdom1", "pdom2")
     """Persistence domains the protocol is defined for (a hardware design may need the memory
-    controller's queues in the domain); the kill matrix skips the others."""
+    controller's queues in the domain). The runtime refuses to be built on a machine in any
+    other (:meth:`check_domain`), so every command refuses it there; comparisons, sweeps, the
+    kill matrix and ablation leave such cells out with a note."""
+    domain_reason: ClassVar[str] = ""
+    """What the protocol needs of the persistence domain, said when it is refused in another
+    ("the memory controller's write pending queue in the persistence domain ...")."""
+    domain_alternatives: ClassVar[tuple[str, ...]] = ()
+    """Runtimes to suggest where this one is refused (``pmem-pcommit`` for ``pmem``); the
+    protocol's own switches that support the domain are suggested too."""
+
+    @classmethod
+    def domain_problem(cls, domain: str) -> str:
+        """Why this runtime refuses to run in ``domain``, with what to use instead; empty if
+        it supports ``domain``."""
+        if domain in cls.supported_domains:
+            return ""
+        name = cls.name or cls.__name__
+        why = f"it needs {cls.domain_reason}" if cls.domain_reason else (
+            "its protocol is not defined there")
+        alts = _alternatives(cls, domain)
+        use = f"use {' or '.join(cls.supported_domains)}" if cls.supported_domains else ""
+        if alts:
+            use += (", or " if use else "use ") + f"runtime {alts[0]!r}" + "".join(
+                f" or {a!r}" for a in alts[1:]) + f" in {domain}"
+        return (f"runtime {name!r} does not support persistence domain {domain}: {why}. It "
+                f"supports {', '.join(cls.supported_domains) or 'no domain'}; {use}")
+
+    @classmethod
+    def check_domain(cls, domain: str) -> None:
+        """Raise :class:`~pmsim.errors.UnsupportedDomainError` unless the runtime supports
+        ``domain``; every runtime calls it when built on a machine."""
+        problem = cls.domain_problem(domain)
+        if problem:
+            raise UnsupportedDomainError(problem, cls.name or cls.__name__, domain)
+
     durable: ClassVar[bool] = True
     """False for a volatile baseline (an upper bound with no persistence): not crash-fuzzed."""
     optimistic: ClassVar[bool] = False
@@ -513,6 +548,19 @@ class Runtime(PersistSteps, AllocLog, BackgroundThreads):
     def _runtime_blocks(self) -> dict[int, int]:
         """Heap blocks the runtime itself keeps reachable (block -> owning object)."""
         return {}
+
+
+def _alternatives(cls: type[Runtime], domain: str) -> list[str]:
+    """Registered runtimes to suggest for ``domain`` instead of ``cls``: its declared
+    alternatives, then the switches of its protocol family (not mutants or fuzzing variants)
+    that support ``domain`` and are durable if ``cls`` is."""
+    from .registry import MUTANTS, RUNTIMES, get_runtime, is_fuzz_variant
+
+    out = [n for n, c in RUNTIMES.items() if cls.family and c.family == cls.family
+           and n not in MUTANTS and not is_fuzz_variant(n) and domain in c.supported_domains
+           and (c.durable or not cls.durable)]
+    out += [n for n in cls.domain_alternatives if domain in get_runtime(n).supported_domains]
+    return list(dict.fromkeys(out))
 
 
 __all__ = [

@@ -10,7 +10,8 @@ failure-safe; here a block's bitmap bit changes as a logged store at tx-end, und
 lock when several threads run (bitmap words of different structures share blocks). Objects and
 static elements are padded to ``pad`` bytes so that data under different locks never share a
 logged block. The memory controller's queues must be in the persistence domain: PDOM-0 is
-refused (``supported_domains``).
+refused (``supported_domains``, enforced by :meth:`~.base.Runtime.check_domain` for every
+runtime).
 """
 
 from __future__ import annotations
@@ -65,15 +66,15 @@ class HwUndoRuntime(FreeListAlloc, Runtime):
     """Entries in each thread's circular log (0: room for two of the largest transactions)."""
     supported_domains = ("pdom1", "pdom2")
     domain_reason: ClassVar[str] = "the memory controller's queues in the persistence domain"
+    domain_alternatives: ClassVar[tuple[str, ...]] = ("pmem-pcommit",)
+    """The software baseline for a volatile WPQ (the family's ``-pcommit`` switch, where there
+    is one, is suggested too)."""
     pause_ns = 50.0
     """Scheduling quantum at a body's pause points (ns)."""
     OMIT_STEPS = frozenset(ALLOC_STEPS)
 
     def __init__(self, machine: Any, layout: Any, costs: Any = None) -> None:
         super().__init__(machine, layout, costs)
-        if machine.config.domain not in self.supported_domains:
-            raise ConfigError(f"{self.name} needs {self.domain_reason}; use domain 'pdom1' or "
-                              "'pdom2', or the 'pmem-pcommit' baseline for a volatile WPQ")
         self.unit = self._make_unit(machine, layout, self._slots(layout.spec))
         self._alloc_lock = simpy.Resource(machine.env, 1) if layout.threads > 1 else None
 

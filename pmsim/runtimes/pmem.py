@@ -64,8 +64,8 @@ lock's data.
 of recovery becomes a persist barrier (:meth:`~.steps.PersistSteps.pb`), which is exactly
 ``sfence; pcommit; sfence`` in PDOM-0, the configuration the card names, and waits for the WPQ
 to drain to the media. It is failure-safe in every domain; ``pmem`` (plain ``sfence``) needs the
-WPQ in the persistence domain (``supported_domains``: PDOM-1/2; it runs in PDOM-0 but is not
-failure-safe there).
+WPQ in the persistence domain (``supported_domains``: PDOM-1/2) and refuses PDOM-0, where it is
+not failure-safe, suggesting ``pmem-pcommit``; so does ``pmem-nolog``.
 
 ``pmem-nolog`` (PMEM+nolog, the card's "ideal"): step 3 only, the body once with in-place
 stores, ``clwb`` each modified line and bitmap line, one ``sfence``. No log, no flag, no
@@ -214,8 +214,12 @@ class PmemRuntime(Runtime):
     _nolog: ClassVar[bool] = False
     """Step 3 only: no log, no flag (PMEM+nolog)."""
     supported_domains = ("pdom1", "pdom2")
-    """Plain sfences need the WPQ in the persistence domain (ADR); it still runs in PDOM-0 (for
-    timing), where it is not failure-safe: use pmem-pcommit there."""
+    """Plain sfences need the WPQ in the persistence domain (ADR): PDOM-0 is refused, where it
+    would not be failure-safe (use pmem-pcommit there)."""
+    domain_reason = ("the memory controller's write pending queue (WPQ) in the persistence "
+                     "domain (its sfence does not wait for the WPQ to drain, so with a volatile "
+                     "WPQ a transaction is not durable when commit returns)")
+    domain_alternatives = ("pmem-pcommit",)
 
     STEPS = {
         "pmem.log.copy": ("group", "step 1: copy each line to be modified (8 words) to a log "

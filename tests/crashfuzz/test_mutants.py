@@ -7,10 +7,17 @@ report a failure (tests/crashfuzz/test_campaign.py).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from crashfuzz.mutants import kill_matrix
+import crashfuzz.mutants as mutants
+from crashfuzz import FuzzConfig
+from crashfuzz.mutants import KillRow, format_matrix, kill_matrix, kill_one
+from pmsim.experiments.unified import kill_counts, read_kill_matrix
+from pmsim.runtimes.mutation import Mutant, drop, mutate
 from pmsim.runtimes.registry import MUTANTS, get_mutant
+from pmsim.runtimes.undo import UndoRuntime
 
 get_mutant("undo:U1")  # registers the built-in runtimes and their mutants
 NAMES = sorted(MUTANTS)
@@ -58,6 +65,58 @@ def test_mutant_survives_where_harmless(name: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", [n for n in NAMES if "pdom0" in get_mutant(n).base.supported_domains])
 def test_mutant_killed_in_pdom0(name: str) -> None:
     _check(name, ("pdom0",))
+
+
+# -- a kill counts only if the unmodified runtime passes the same campaign -------------------------
+
+BROKEN_UNDO = mutate(UndoRuntime, [drop("undo.append.pb")], "broken-undo")
+"""A base runtime that is itself broken (no per-record persist barrier): it fails the matrix's
+first campaign in PDOM-1."""
+SMALL = FuzzConfig(txs=4, idempotence=1, reduce=False, budget=1024)
+
+
+def test_a_failure_the_base_shares_is_not_a_kill(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two mutants of a broken base: both campaigns fail, so does the base's; neither row is a
+    kill, both are unexpected, and the base campaign ran once for both (cached)."""
+    calls: list[object] = []
+    real = mutants.fuzz
+
+    def counting(cfg: FuzzConfig, runtime: object = None) -> object:
+        calls.append(runtime)
+        return real(cfg, runtime=runtime)
+
+    monkeypatch.setattr(mutants, "fuzz", counting)
+    monkeypatch.setattr(mutants, "_BASE_RESULTS", {})
+    rows = [kill_one(Mutant(f"broken-undo:{s}", BROKEN_UNDO, [drop(s)], domains=("pdom1",)),
+                     "pdom1", SMALL) for s in ("undo.commit.pb4", "undo.abort.pb2")]
+    for r in rows:
+        assert (r.killed, r.base, r.verdict, r.as_expected) == (False, "fails", "base-fails", False)
+        assert r.failure.startswith("the base runtime fails too: ")
+    assert calls.count(BROKEN_UNDO) == 1 and len(calls) == 3
+    table = format_matrix(rows)
+    assert "base-fails" in table and "UNEXPECTED" in table and " fails " in table
+
+
+def test_a_kill_records_that_the_base_passes() -> None:
+    row = kill_one(get_mutant("undo:U1"), "pdom1", SMALL, "undo:U1")
+    assert (row.killed, row.base, row.verdict, row.as_expected) == (True, "passes", "yes", True)
+    survivor = KillRow("undo:U1", "pdom2", False, False, "bank", None, "", 10, 1.0)
+    assert (survivor.base, survivor.verdict, survivor.as_expected) == ("-", "no", True)
+
+
+def test_the_matrix_file_carries_the_base_column(tmp_path: Path) -> None:
+    rows = [KillRow("undo:U1", "pdom1", True, True, "array", 41, "[data] crash point 41", 9, 0.1,
+                    "passes"),
+            KillRow("undo:U5", "pdom1", True, False, "array", 12, "the base runtime fails too: x",
+                    9, 0.1, "fails"),
+            KillRow("undo:U1", "pdom2", False, False, "bank", None, "", 9, 0.1)]
+    p = tmp_path / "kill-matrix.txt"
+    p.write_text(format_matrix(mutants.KillMatrix(rows, ["not run in pdom0, ..."])) + "\n")
+    got = read_kill_matrix(p)
+    assert [(r["mutant"], r["domain"], r["killed"], r["ok"], r["base"]) for r in got] == [
+        ("undo:U1", "pdom1", True, True, "passes"), ("undo:U5", "pdom1", False, False, "fails"),
+        ("undo:U1", "pdom2", False, True, "-")]
+    assert kill_counts(got)[("undo", "pdom1")] == {"bugs": 2, "killed": 1, "unexpected": 1}
