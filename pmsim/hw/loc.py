@@ -117,6 +117,10 @@ class LogLayout:
     groups: int
     records: int
     record_words: int
+    sid_first: bool = False
+    """The card's META layout ``[SID, 7 x BLK-TAG]``; by default the SID is the last word,
+    ``[7 x BLK-TAG, SID]``, so that a META line persisting as a prefix of its words never shows
+    a new SID over an earlier lap's tags (the card assumes the line atomic)."""
 
     @property
     def head(self) -> int:
@@ -131,6 +135,23 @@ class LogLayout:
 
     def meta(self, pos: int) -> int:
         return self.ring + pos * GROUP_BYTES + SLOTS * LINE
+
+    @property
+    def sid_word(self) -> int:
+        """Index of the SID among the META line's eight words."""
+        return 0 if self.sid_first else SLOTS
+
+    def tag_word(self, j: int) -> int:
+        """Index of slot ``j``'s tag among the META line's eight words."""
+        return j + 1 if self.sid_first else j
+
+    def tag(self, pos: int, j: int) -> int:
+        """Address of the tag of slot ``j`` of group ``pos``."""
+        return self.meta(pos) + 8 * self.tag_word(j)
+
+    def meta_words(self, sid: int, tags: Sequence[int]) -> list[int]:
+        """The eight words of a META line, in address (and store) order."""
+        return [sid, *tags] if self.sid_first else [*tags, sid]
 
     @property
     def record_bytes(self) -> int:
@@ -179,15 +200,15 @@ def decode(words: Words, lay: LogLayout, pm_base: int, mode: str, txid_bits: int
     max_sid = start_sid - 1
     sid_valid = check("loc.recover.sid-valid")
     for pos in range(lay.groups):
-        meta = words(lay.meta(pos), SLOTS + 1)
-        sid = int(meta[0])
+        meta = [int(x) for x in words(lay.meta(pos), SLOTS + 1)]
+        sid = meta[lay.sid_word]
         if sid == 0:
             continue
         max_sid = max(max_sid, sid)
         if sid_valid and sid < start_sid:
             continue
         for j in range(SLOTS):
-            valid, stub, tfield, cnt, line = read_tag(int(meta[1 + j]))
+            valid, stub, tfield, cnt, line = read_tag(meta[lay.tag_word(j)])
             if not valid:
                 continue
             rel = (tfield - start_txid) & mask
@@ -292,7 +313,9 @@ class MetaAfterData:
         ring_w0 = (lay.ring - ix.trace.pm_base) // 8
         ring_w1 = ring_w0 + lay.groups * GROUP_BYTES // 8
         w = ix.st_word
-        rows = np.nonzero((w >= ring_w0) & (w < ring_w1) & (((w - ring_w0) % 64) > 56))[0]
+        tag_w0 = 8 * SLOTS + lay.tag_word(0)  # group-relative words of the tags
+        rows = np.nonzero((w >= ring_w0) & (w < ring_w1) & ((w - ring_w0) % 64 >= tag_w0)
+                          & ((w - ring_w0) % 64 < tag_w0 + SLOTS))[0]
         if not len(rows):
             return []
         key_of = {int(k): c for c, k in enumerate(ix.chain_key.tolist())}
@@ -303,7 +326,7 @@ class MetaAfterData:
             if not valid or stub:
                 continue
             rel = int(w[r]) - ring_w0
-            pos, j = rel // 64, rel % 64 - 57
+            pos, j = rel // 64, rel % 64 - tag_w0
             data_w = ring_w0 + pos * 64 + j * 8
             e = int(ix.st_event[r])
             y = (int(ix.st_chain[r]), int(ix.st_pos[r]) + 1)
@@ -585,7 +608,7 @@ class Crl:
         tags = self.group + [0] * (SLOTS - len(self.group))
         with self.o.step(cpu, "loc.log.meta") as c:
             a = self.lay.meta(pos)
-            for i, w in enumerate([self.next_sid, *tags]):
+            for i, w in enumerate(self.lay.meta_words(self.next_sid, tags)):
                 c.ntstore(a + 8 * i, w)
         self.counts.meta_lines += 1
         self.next_sid += 1

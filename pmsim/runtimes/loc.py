@@ -84,13 +84,17 @@ class LocRuntime(FreeListAlloc, Runtime):
     pair_for_logged = False
     coalesce_without_pair = False
     count_lines = False
+    sid_first = False
+    """The card's META layout, SID first (M20): a META line written over an earlier lap's may
+    persist with its new SID before its tags."""
     group_per_tx = False
     """End the current block group after each transaction's blocks at a window close (one
     META line never holds two transactions' tags: fewer crash states per close, more slots)."""
 
     STEPS = {
         "loc.log.block": ("group", "write a 64-byte version to a data slot of the log (movnt)"),
-        "loc.log.meta": ("group", "write a group's META line: SID and 7 BLK-TAGs (movnt)"),
+        "loc.log.meta": ("group", "write a group's META line: 7 BLK-TAGs, then its SID "
+                         "(movnt)"),
         "loc.edge.meta-after-data": ("edge", "hardware order: a tag persists only after its data "
                                      "line (a persist-order edge, no wait)"),
         "loc.edge.line-burst": ("edge", "hardware order: a log line is one burst, persisting "
@@ -142,7 +146,8 @@ class LocRuntime(FreeListAlloc, Runtime):
             raise ConfigError(f"{self.name}: a log tag addresses 2**24 lines (1 GiB of PM); the "
                               f"machine has {machine.pm.size} bytes: shrink the PM region")
         groups, self.groups_per_tx = self._ring(layout.spec)
-        self.lay = LogLayout(layout.log[0], groups, RECORDS, LogLayout.record_words_for(self.sd))
+        self.lay = LogLayout(layout.log[0], groups, RECORDS, LogLayout.record_words_for(self.sd),
+                             self.sid_first)
         ways = self.version_ways or machine.config.cache.llc.ways
         self.crl = Crl(self, self.lay, self.mode, 1 if self.mode == "hwal" else self.sd, ways,
                        self.txid_bits)
@@ -304,6 +309,11 @@ for _m in (
            "no SID validity with 4-bit TxIDs: a stale tag of an earlier lap completes a count or "
            "replays an old line", needs="the ring reused with wrapped TxIDs",
            workload="script", txs=40),
+    Mutant("loc:M20", LOC_WRAP, (patch("sid_first", _set(True), "SID first in META"),), ALL,
+           "the card's META layout [SID, 7 BLK-TAGs]: a META line persists as a prefix of its "
+           "words, so a new SID over an earlier lap's tags passes the SID rule and the stale tags "
+           "(wrapped TxIDs) complete a count", needs="the ring reused with wrapped TxIDs",
+           workload="script", txs=24),
     Mutant("loc:M6", LocRuntime, (patch("ack_before_wait", _set(True), "ack before the wait"),),
            ALL, "LastCommittedTxID advances (and transactions are acknowledged) before the window "
            "is durable: an acknowledged transaction is lost",

@@ -94,9 +94,9 @@ class Log:
     def group(self, blocks: list[tuple[int, int, int, bool]]) -> None:
         """One group: (txid, TxCnt, line, stub) per slot; data word 0 of a slot = its line."""
         pos = (self.sid - 1) % self.lay.groups
-        self.w[self.lay.meta(pos)] = self.sid
+        self.w[self.lay.meta(pos) + 8 * self.lay.sid_word] = self.sid
         for j, (t, cnt, line, stub) in enumerate(blocks):
-            self.w[self.lay.meta(pos) + 8 * (1 + j)] = make_tag(t, cnt, line, 22, stub)
+            self.w[self.lay.tag(pos, j)] = make_tag(t, cnt, line, 22, stub)
             if not stub:
                 self.w[self.lay.slot(pos, j)] = 100 + line
         self.sid += 1
