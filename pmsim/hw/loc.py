@@ -8,7 +8,10 @@ What the unit models (card ``loc.md`` §3-§5, §10):
   memory, with the word changed) and is timed as a cache access by the core. Loads see the
   newest version. Versions are tagged with the hardware TxID and a TxDirty bit (not logged).
 * **Log.** A ring of *block groups*: 7 data slots (64-byte line copies) and a META line
-  ``[SID, 7 x BLK-TAG]``. A tag packs valid and stub bits, the TxID (``txid_bits`` wide), TxCnt
+  ``[7 x BLK-TAG, SID]``: the SID last, so a META line that persists as a prefix of its words
+  (a burst in ``line`` mode and in ``px86``) is either invisible to recovery (its old SID is
+  below the head's) or whole; the card's ``[SID, 7 x BLK-TAG]`` let a new SID validate an
+  earlier lap's tags (``LogLayout.sid_first``, mutant M20). A tag packs valid and stub bits, the TxID (``txid_bits`` wide), TxCnt
   and the home line (relative to the PM base). The CRL writes log lines with non-temporal
   stores (they bypass the caches, as hardware log writes do) and META once its group is full or
   its window closes. In the trace the hardware's rule "a group's META persists only after its
