@@ -7,17 +7,17 @@ What the unit models (card ``loc.md`` §3-§5, §10):
   updates the transaction's *version* of the 64-byte line (a copy of the newest version, or of
   memory, with the word changed) and is timed as a cache access by the core. Loads see the
   newest version. Versions are tagged with the hardware TxID and a TxDirty bit (not logged).
-* **Log.** A ring of *block groups*: 7 data slots (64-byte line copies) and a META line
-  ``[7 x BLK-TAG, SID]``: the SID last, so a META line that persists as a prefix of its words
-  (a burst in ``line`` mode and in ``px86``) is either invisible to recovery (its old SID is
-  below the head's) or whole; the card's ``[SID, 7 x BLK-TAG]`` let a new SID validate an
-  earlier lap's tags (``LogLayout.sid_first``, mutant M20). A tag packs valid and stub bits, the TxID (``txid_bits`` wide), TxCnt
-  and the home line (relative to the PM base). The CRL writes log lines with non-temporal
-  stores (they bypass the caches, as hardware log writes do) and META once its group is full or
-  its window closes. In the trace the hardware's rule "a group's META persists only after its
-  data lines" is a persist-order edge (:func:`meta_after_data`), not a wait: the card's atomic
-  512-byte group is not one burst, and the per-line order is its sound over-approximation.
-  A log line is one burst: in ``px86`` it persists as a prefix of its words
+* **Log.** A ring of *block groups*: 7 data slots (64-byte line copies) and a META line ``[7 x
+  BLK-TAG, SID]``: the SID last, so a META line that persists as a prefix of its words (a burst
+  in ``line`` mode and in ``px86``) is either invisible to recovery (its old SID is below the
+  head's) or whole; the card's ``[SID, 7 x BLK-TAG]`` let a new SID validate an earlier lap's
+  tags (``LogLayout.sid_first``, mutant M20). A tag packs valid and stub bits, the TxID
+  (``txid_bits`` wide), TxCnt and the home line (relative to the PM base). The CRL writes log
+  lines with non-temporal stores (they bypass the caches, as hardware log writes do) and META
+  once its group is full or its window closes. In the trace the hardware's rule "a group's META
+  persists only after its data lines" is a persist-order edge (:func:`meta_after_data`), not a
+  wait: the card's atomic 512-byte group is not one burst, and the per-line order is its sound
+  over-approximation. A log line is one burst: in ``px86`` it persists as a prefix of its words
   (:func:`line_bursts`), as every line does in ``line`` mode.
 * **Eager Commit.** No commit record: a transaction's last logged block (or a count-only stub
   tag) carries TxCnt, and recovery commits a transaction whose log copies, plus the versions
