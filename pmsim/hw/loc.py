@@ -7,14 +7,17 @@ What the unit models (card ``loc.md`` §3-§5, §10):
   updates the transaction's *version* of the 64-byte line (a copy of the newest version, or of
   memory, with the word changed) and is timed as a cache access by the core. Loads see the
   newest version. Versions are tagged with the hardware TxID and a TxDirty bit (not logged).
-* **Log.** A ring of *block groups*: 7 data slots (64-byte line copies) and a META line
-  ``[SID, 7 x BLK-TAG]``. A tag packs valid and stub bits, the TxID (``txid_bits`` wide), TxCnt
-  and the home line (relative to the PM base). The CRL writes log lines with non-temporal
-  stores (they bypass the caches, as hardware log writes do) and META once its group is full or
-  its window closes. In the trace the hardware's rule "a group's META persists only after its
-  data lines" is a persist-order edge (:func:`meta_after_data`), not a wait: the card's atomic
-  512-byte group is not one burst, and the per-line order is its sound over-approximation.
-  A log line is one burst: in ``px86`` it persists as a prefix of its words
+* **Log.** A ring of *block groups*: 7 data slots (64-byte line copies) and a META line ``[7 x
+  BLK-TAG, SID]``: the SID last, so a META line that persists as a prefix of its words (a burst
+  in ``line`` mode and in ``px86``) is either invisible to recovery (its old SID is below the
+  head's) or whole; the card's ``[SID, 7 x BLK-TAG]`` let a new SID validate an earlier lap's
+  tags (``LogLayout.sid_first``, mutant M20). A tag packs valid and stub bits, the TxID
+  (``txid_bits`` wide), TxCnt and the home line (relative to the PM base). The CRL writes log
+  lines with non-temporal stores (they bypass the caches, as hardware log writes do) and META
+  once its group is full or its window closes. In the trace the hardware's rule "a group's META
+  persists only after its data lines" is a persist-order edge (:func:`meta_after_data`), not a
+  wait: the card's atomic 512-byte group is not one burst, and the per-line order is its sound
+  over-approximation. A log line is one burst: in ``px86`` it persists as a prefix of its words
   (:func:`line_bursts`), as every line does in ``line`` mode.
 * **Eager Commit.** No commit record: a transaction's last logged block (or a count-only stub
   tag) carries TxCnt, and recovery commits a transaction whose log copies, plus the versions
@@ -117,6 +120,10 @@ class LogLayout:
     groups: int
     records: int
     record_words: int
+    sid_first: bool = False
+    """The card's META layout ``[SID, 7 x BLK-TAG]``; by default the SID is the last word,
+    ``[7 x BLK-TAG, SID]``, so that a META line persisting as a prefix of its words never shows
+    a new SID over an earlier lap's tags (the card assumes the line atomic)."""
 
     @property
     def head(self) -> int:
@@ -131,6 +138,23 @@ class LogLayout:
 
     def meta(self, pos: int) -> int:
         return self.ring + pos * GROUP_BYTES + SLOTS * LINE
+
+    @property
+    def sid_word(self) -> int:
+        """Index of the SID among the META line's eight words."""
+        return 0 if self.sid_first else SLOTS
+
+    def tag_word(self, j: int) -> int:
+        """Index of slot ``j``'s tag among the META line's eight words."""
+        return j + 1 if self.sid_first else j
+
+    def tag(self, pos: int, j: int) -> int:
+        """Address of the tag of slot ``j`` of group ``pos``."""
+        return self.meta(pos) + 8 * self.tag_word(j)
+
+    def meta_words(self, sid: int, tags: Sequence[int]) -> list[int]:
+        """The eight words of a META line, in address (and store) order."""
+        return [sid, *tags] if self.sid_first else [*tags, sid]
 
     @property
     def record_bytes(self) -> int:
@@ -179,15 +203,15 @@ def decode(words: Words, lay: LogLayout, pm_base: int, mode: str, txid_bits: int
     max_sid = start_sid - 1
     sid_valid = check("loc.recover.sid-valid")
     for pos in range(lay.groups):
-        meta = words(lay.meta(pos), SLOTS + 1)
-        sid = int(meta[0])
+        meta = [int(x) for x in words(lay.meta(pos), SLOTS + 1)]
+        sid = meta[lay.sid_word]
         if sid == 0:
             continue
         max_sid = max(max_sid, sid)
         if sid_valid and sid < start_sid:
             continue
         for j in range(SLOTS):
-            valid, stub, tfield, cnt, line = read_tag(int(meta[1 + j]))
+            valid, stub, tfield, cnt, line = read_tag(meta[lay.tag_word(j)])
             if not valid:
                 continue
             rel = (tfield - start_txid) & mask
@@ -292,7 +316,9 @@ class MetaAfterData:
         ring_w0 = (lay.ring - ix.trace.pm_base) // 8
         ring_w1 = ring_w0 + lay.groups * GROUP_BYTES // 8
         w = ix.st_word
-        rows = np.nonzero((w >= ring_w0) & (w < ring_w1) & (((w - ring_w0) % 64) > 56))[0]
+        tag_w0 = 8 * SLOTS + lay.tag_word(0)  # group-relative words of the tags
+        rows = np.nonzero((w >= ring_w0) & (w < ring_w1) & ((w - ring_w0) % 64 >= tag_w0)
+                          & ((w - ring_w0) % 64 < tag_w0 + SLOTS))[0]
         if not len(rows):
             return []
         key_of = {int(k): c for c, k in enumerate(ix.chain_key.tolist())}
@@ -303,7 +329,7 @@ class MetaAfterData:
             if not valid or stub:
                 continue
             rel = int(w[r]) - ring_w0
-            pos, j = rel // 64, rel % 64 - 57
+            pos, j = rel // 64, rel % 64 - tag_w0
             data_w = ring_w0 + pos * 64 + j * 8
             e = int(ix.st_event[r])
             y = (int(ix.st_chain[r]), int(ix.st_pos[r]) + 1)
@@ -585,7 +611,7 @@ class Crl:
         tags = self.group + [0] * (SLOTS - len(self.group))
         with self.o.step(cpu, "loc.log.meta") as c:
             a = self.lay.meta(pos)
-            for i, w in enumerate([self.next_sid, *tags]):
+            for i, w in enumerate(self.lay.meta_words(self.next_sid, tags)):
                 c.ntstore(a + 8 * i, w)
         self.counts.meta_lines += 1
         self.next_sid += 1

@@ -84,13 +84,17 @@ class LocRuntime(FreeListAlloc, Runtime):
     pair_for_logged = False
     coalesce_without_pair = False
     count_lines = False
+    sid_first = False
+    """The card's META layout, SID first (M20): a META line written over an earlier lap's may
+    persist with its new SID before its tags."""
     group_per_tx = False
     """End the current block group after each transaction's blocks at a window close (one
     META line never holds two transactions' tags: fewer crash states per close, more slots)."""
 
     STEPS = {
         "loc.log.block": ("group", "write a 64-byte version to a data slot of the log (movnt)"),
-        "loc.log.meta": ("group", "write a group's META line: SID and 7 BLK-TAGs (movnt)"),
+        "loc.log.meta": ("group", "write a group's META line: 7 BLK-TAGs, then its SID "
+                         "(movnt)"),
         "loc.edge.meta-after-data": ("edge", "hardware order: a tag persists only after its data "
                                      "line (a persist-order edge, no wait)"),
         "loc.edge.line-burst": ("edge", "hardware order: a log line is one burst, persisting "
@@ -142,7 +146,8 @@ class LocRuntime(FreeListAlloc, Runtime):
             raise ConfigError(f"{self.name}: a log tag addresses 2**24 lines (1 GiB of PM); the "
                               f"machine has {machine.pm.size} bytes: shrink the PM region")
         groups, self.groups_per_tx = self._ring(layout.spec)
-        self.lay = LogLayout(layout.log[0], groups, RECORDS, LogLayout.record_words_for(self.sd))
+        self.lay = LogLayout(layout.log[0], groups, RECORDS, LogLayout.record_words_for(self.sd),
+                             self.sid_first)
         ways = self.version_ways or machine.config.cache.llc.ways
         self.crl = Crl(self, self.lay, self.mode, 1 if self.mode == "hwal" else self.sd, ways,
                        self.txid_bits)
@@ -279,6 +284,9 @@ LOC_SPILL = variant(LocRuntime, "loc-spill", version_ways=1, version_sets=1, sd=
 LOC_WRAP = variant(LocRuntime, "loc-wrap", txid_bits=4, sd=2, fuzz_variant=True)
 
 ALL = ("pdom0", "pdom1", "pdom2")
+WIDE = (("script", "0,1,2,3,4,5,6,7"), ("slots", 8))
+"""A transaction of eight lines: its tags span two META lines (three on ``loc-spill``, which
+logs every line twice), which persist in any order until the window's wait."""
 
 
 def _set(value: Any) -> Any:
@@ -289,21 +297,26 @@ def _set(value: Any) -> Any:
 for _m in (
     Mutant("loc:M1", LocRuntime, (skip_check("loc.recover.count-complete"),), ALL,
            "a tag with TxCnt != 0 counts as a commit record: a torn transaction whose count "
-           "block persisted is replayed",
-           workload="script", txs=8),
+           "block persisted is replayed", needs="a transaction whose tags span two META lines",
+           workload="script", txs=1, params=WIDE),
     Mutant("loc:M2", LOC_SPILL, (skip_check("loc.recover.count-copies"),
                                   patch("count_lines", _set(True), "TxCnt over distinct lines")),
            ALL, "the card's count of distinct lines (TxCnt and recovery): a line spilled early "
            "and written again has two copies, and the early one completes the count while the "
-           "final one is lost", needs="a spilled line written again",
-           workload="script", txs=8),
+           "final one is lost", needs="a spilled line written again, its two copies and the "
+           "count in three META lines", workload="script", txs=1, params=WIDE),
     Mutant("loc:M4", LocRuntime, (drop("loc.edge.meta-after-data"),), ALL,
            "META may persist before its data lines: a tag names a slot still holding garbage",
            workload="script", txs=8),
     Mutant("loc:M5", LOC_WRAP, (skip_check("loc.recover.sid-valid"),), ALL,
            "no SID validity with 4-bit TxIDs: a stale tag of an earlier lap completes a count or "
            "replays an old line", needs="the ring reused with wrapped TxIDs",
-           workload="script", txs=40),
+           workload="script", txs=24),
+    Mutant("loc:M20", LOC_WRAP, (patch("sid_first", _set(True), "SID first in META"),), ALL,
+           "the card's META layout [SID, 7 BLK-TAGs]: a META line persists as a prefix of its "
+           "words, so a new SID over an earlier lap's tags passes the SID rule and the stale tags "
+           "(wrapped TxIDs) complete a count", needs="the ring reused with wrapped TxIDs",
+           workload="script", txs=24),
     Mutant("loc:M6", LocRuntime, (patch("ack_before_wait", _set(True), "ack before the wait"),),
            ALL, "LastCommittedTxID advances (and transactions are acknowledged) before the window "
            "is durable: an acknowledged transaction is lost",
@@ -345,7 +358,7 @@ for _m in (
            workload="script", txs=8),
     Mutant("loc:M16", LOC_EC, (drop("loc.trunc.wait-home"),), PB_DOMAINS,
            "the head moves before the home writes are durable: committed data lost",
-           needs="a truncation (four closed windows)", workload="script", txs=6),
+           needs="a truncation (the ring's groups reused)", workload="script", txs=10),
     Mutant("loc:M18", LocRuntime, (drop("loc.close.wait"),), ALL,
            "no wait at window close: the next window (and home writes) persist before this one",
            workload="script", txs=8),

@@ -163,7 +163,7 @@ def meta_pairs(run: Run, rows: list[Row]) -> list[tuple[int, int]]:
     earlier store a writes the data line of slot j of that group (the LOC hardware's order)."""
     lay = run.session.runtime.lay  # type: ignore[attr-defined]
     base = run.trace.pm_base
-    tag_slot = {lay.meta(g) - base + 8 * (1 + j): lay.slot(g, j) - base
+    tag_slot = {lay.tag(g, j) - base: lay.slot(g, j) - base
                 for g in range(lay.groups) for j in range(SLOTS)}
     out = []
     for b, rb in enumerate(rows):

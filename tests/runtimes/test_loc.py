@@ -3,6 +3,9 @@ rules, both engines, and exhaustive crash fuzzing on the card's workloads."""
 
 from __future__ import annotations
 
+from collections.abc import Generator, Hashable
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -11,9 +14,11 @@ from crashfuzz.model import TraceIndex
 from pmsim.cache import native
 from pmsim.errors import ConfigError
 from pmsim.hw.loc import LogLayout, checksum, decode, line_bursts, make_tag, pack_head, read_tag
-from pmsim.runtimes.registry import get_runtime
+from pmsim.runtimes import PMSpec, Runtime, StaticArray
+from pmsim.runtimes.loc import WIDE
+from pmsim.runtimes.registry import MUTANTS, get_mutant, get_runtime
 from pmsim.trace import Ev, Mark
-from pmsim.workloads import Session
+from pmsim.workloads import Model, Session, Workload
 
 RUNTIMES = ("loc", "loc-ec", "hwal", "loc-fine", "loc-spill", "loc-wrap")
 WORKLOADS = ("btree", "hashtable", "rbtree", "sps")
@@ -94,9 +99,9 @@ class Log:
     def group(self, blocks: list[tuple[int, int, int, bool]]) -> None:
         """One group: (txid, TxCnt, line, stub) per slot; data word 0 of a slot = its line."""
         pos = (self.sid - 1) % self.lay.groups
-        self.w[self.lay.meta(pos)] = self.sid
+        self.w[self.lay.meta(pos) + 8 * self.lay.sid_word] = self.sid
         for j, (t, cnt, line, stub) in enumerate(blocks):
-            self.w[self.lay.meta(pos) + 8 * (1 + j)] = make_tag(t, cnt, line, 22, stub)
+            self.w[self.lay.tag(pos, j)] = make_tag(t, cnt, line, 22, stub)
             if not stub:
                 self.w[self.lay.slot(pos, j)] = 100 + line
         self.sid += 1
@@ -223,15 +228,163 @@ def test_a_log_line_persists_as_a_prefix_of_its_words_in_px86() -> None:
 
 
 def test_a_spilled_line_counts_every_copy() -> None:
-    """L15's campaign: a transaction spills line A early, writes A again and its final copy
-    lands in a group whose META is not durable. With the card's count of distinct lines the
-    early copy completes the count and recovery replays a torn transaction (loc:M2 keeps that
-    rule); counting copies leaves the count short."""
+    """L15's campaign passes exhaustively. loc:M2 keeps the card's count of distinct lines: on
+    loc-spill a transaction of eight lines logs each twice (spilled, then final), and its
+    copies span three META lines, which persist in any order before the window's wait. With the
+    middle one lost, the early copies and the count complete the card's count and recovery
+    replays the early copies (torn lines); counting copies leaves the count short."""
     kw = dict(workload="sps", params=(("entries", 16), ("swaps", 2)), txs=12, budget=1 << 14,
               idempotence=0, depth=1)
     good = crashfuzz.fuzz(runtime="loc-spill", **kw)
     assert good.ok and good.exhaustive, good.failures[0].summary() if good.failures else good
-    bad = crashfuzz.fuzz(runtime="loc:M2", **kw)
+    wide = dict(workload="script", params=WIDE, txs=1, idempotence=0, depth=1)
+    assert crashfuzz.fuzz(runtime="loc-spill", **wide).ok
+    bad = crashfuzz.fuzz(runtime="loc:M2", stop_at_first=True, **wide)
     assert not bad.ok
-    assert {f.step for f in bad.failures} == {"loc.log.meta"}
-    assert all(f.kind == "data" for f in bad.failures)
+    f = bad.failures[0]
+    assert (f.kind, f.step, f.recovered[:6]) == ("data", "loc.log.meta", "('torn")
+
+
+WRAP = dict(runtime="loc-wrap", workload="script", txs=24)
+"""The campaign that tore a transaction once loc-wrap's ring had wrapped twice: the card's META
+layout let a META line persist with its new SID over the tags of the lap before, whose 4-bit
+TxIDs read as current ones."""
+
+
+@pytest.mark.parametrize("domain", ("pdom0", "pdom1", "pdom2"))
+def test_a_wrapped_ring_recovers_the_committed_prefix(domain: str) -> None:
+    rep = crashfuzz.fuzz(domain=domain, **WRAP)  # type: ignore[arg-type]
+    assert rep.ok and rep.exhaustive, rep.failures[0].summary() if rep.failures else rep
+    s = session("loc-wrap", "script", txs=24)
+    assert s.runtime.counters()["truncations"] >= 2  # the ring's groups reused twice
+
+
+def test_the_sid_is_the_last_word_of_a_meta_line() -> None:
+    """META is [7 tags, SID] (the card's [SID, 7 tags] is loc:M20): a prefix of its words with
+    a new SID holds every new tag. loc:M20 tears a transaction on the loc-wrap campaign."""
+    lay = LogLayout(0x1000, 4, 2, 8)
+    assert lay.sid_word == 7 and [lay.tag(1, j) - lay.meta(1) for j in (0, 6)] == [0, 48]
+    assert lay.meta_words(9, list(range(7))) == [0, 1, 2, 3, 4, 5, 6, 9]
+    card = LogLayout(0x1000, 4, 2, 8, sid_first=True)
+    assert card.sid_word == 0 and card.tag(1, 0) - card.meta(1) == 8
+    rep = crashfuzz.fuzz(runtime="loc:M20", workload="script", txs=24, stop_at_first=True,
+                         depth=1, idempotence=0)
+    f = rep.failures[0]
+    assert (f.kind, f.step, f.recovered) == ("data", "loc.log.meta", "('torn', 0, 3, 1)")
+
+
+def _own_kill(name: str, **light: int) -> tuple[crashfuzz.Report, crashfuzz.Report]:
+    """The mutant's own kill campaign (the kill matrix's first trial and settings, in PDOM-1,
+    with ``light`` overrides) on the mutant and, the same config, on its unmodified base."""
+    from dataclasses import replace
+
+    from crashfuzz.mutants import trials
+
+    m = get_mutant(name)
+    base = crashfuzz.FuzzConfig(runtime=name, domain="pdom1", txs=8, idempotence=2, reduce=False,
+                                budget=4096, new_tx=3, new_tx_every_image=True, stop_at_first=True)
+    cfg = replace(next(iter(trials(base, m.workload, m.txs, m.params))), **light)
+    return crashfuzz.fuzz(cfg), crashfuzz.fuzz(replace(cfg, runtime=m.base_name))
+
+
+def test_m5_is_killed_by_its_own_bug() -> None:
+    """loc:M5 (no SID rule) fails on its own campaign, which its base runtime passes (the slow
+    test below runs every LOC mutant with the kill matrix's full settings)."""
+    bad, good = _own_kill("loc:M5", depth=1, idempotence=0, new_tx=0)
+    assert not bad.ok and good.ok, good.failures[0].summary() if good.failures else bad
+
+
+LOC_MUTANTS = sorted(n for n in MUTANTS if n.startswith("loc:"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", LOC_MUTANTS)
+def test_every_loc_mutant_is_killed_by_its_own_bug(name: str) -> None:
+    bad, good = _own_kill(name)
+    assert not bad.ok, f"{name} survives its own campaign"
+    assert good.ok, good.failures[0].summary()
+
+
+class LateInitStack(Workload):
+    """A workload bug: a push links a new node transactionally and stores the node's fields
+    with plain stores after the commit has returned (nothing flushes them)."""
+
+    name = "late-init-stack"
+
+    def spec(self) -> PMSpec:
+        return PMSpec(statics=(StaticArray("head", 1, 2),), heap=((2, 2, 16),),
+                      max_tx_writes=2, max_tx_words=4, max_tx_allocs=1, max_tx_objects=2)
+
+    def nlocks(self) -> int:
+        return 1
+
+    def next_op(self, tid: int, rng: np.random.Generator) -> int:
+        return int(rng.integers(1, 1 << 32))
+
+    def locks_of(self, op: int) -> tuple[int]:
+        return (0,)
+
+    def body(self, tx: Any, op: int) -> None:
+        head = tx.rt.static("head", 0)
+        top, count = tx.read_words(head, 0, 2)
+        node = tx.alloc(2)
+        tx.write_words(head, 0, [node, count + 1])
+        self.late = (node, op, top)
+
+    def transaction(self, cpu: Any, rt: Runtime, op: int) -> Generator[Any, Any, None]:
+        yield from super().transaction(cpu, rt, op)
+        node, value, top = self.late
+        cpu.store(rt.field_addr(node, 0), value)
+        cpu.store(rt.field_addr(node, 1), top)
+
+    def model(self) -> Model:
+        return PushModel()
+
+    def nodes(self, rt: Runtime) -> list[int]:
+        out, node = [], rt.peek(rt.static("head", 0), 0)
+        while node and len(out) <= 16:
+            out.append(node)
+            node = rt.peek(node, 1)
+        return out
+
+    def read_data(self, rt: Runtime) -> Hashable:
+        nodes = self.nodes(rt)
+        if rt.peek(rt.static("head", 0), 1) != len(nodes):
+            return ("corrupt", "the count disagrees with the list")
+        return tuple(rt.peek(n, 0) for n in reversed(nodes))
+
+    def live_objects(self, rt: Runtime) -> list[int]:
+        return self.nodes(rt)
+
+
+class PushModel(Model):
+    def __init__(self) -> None:
+        self.items: list[int] = []
+
+    def apply(self, op: int) -> None:
+        self.items.append(op)
+
+    def snapshot(self) -> Hashable:
+        return tuple(self.items)
+
+
+@pytest.mark.parametrize(("rt", "domain", "txs", "found"), [
+    ("loc", "pdom1", 2, True),  # the plain stores are never flushed
+    ("loc", "pdom2", 6, False),  # they persist at once, before the window's log
+    ("loc[sd=4]", "pdom2", 3, False),
+    ("loc[sd=4]", "pdom2", 4, True),  # the 4th commit closes the window before they are stored
+    ("loc-ec", "pdom2", 2, True),  # every commit closes its window
+])
+def test_plain_stores_after_commit_show_once_a_commit_closes_the_window(
+        rt: str, domain: str, txs: int, found: bool) -> None:
+    """LOC's TxCommit returns before anything of the transaction is durable; its log is written
+    at the window's close. In PDOM-2 a store persists when it is visible, in store order, so the
+    plain stores after a commit persist before the log of their transaction unless that commit
+    itself closed the window (the sd-th writing transaction): only then can a recovered image
+    hold the linked node without its fields."""
+    rep = crashfuzz.fuzz(runtime=rt, workload=LateInitStack, domain=domain, txs=txs,
+                         stop_at_first=True)
+    assert rep.ok is not found, rep.failures[0].summary() if rep.failures else rep
+    assert rep.exhaustive
+    if found:  # the linked node without its fields: a value of 0, or a list cut short
+        assert rep.failures[0].kind == "data"
