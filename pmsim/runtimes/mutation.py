@@ -3,6 +3,8 @@
 A mutation acts on a runtime's named steps (:mod:`.steps`) without touching its code:
 
 * ``drop(step)``: the step's stores, flushes and fences never happen;
+* ``drop_flush(step)``: only its cache-line flushes (clwb, clflushopt, clflush) never happen,
+  its stores do; ``drop_fence(step)``: only its fences and persist barriers never happen;
 * ``delay(step, after=other)``: they happen right after the next ``other`` step on the same
   thread (``move_before(store, step)`` is ``delay(step, after=store)``; ``swap(a, b)`` runs
   adjacent steps ``a``, ``b`` as ``b``, ``a``);
@@ -45,6 +47,26 @@ class Drop:
 
 
 @dataclass(frozen=True)
+class DropFlush:
+    """Discard a step's cache-line flushes (clwb, clflushopt, clflush); its stores stay."""
+
+    step: str
+
+    def __str__(self) -> str:
+        return f"drop_flush({self.step})"
+
+
+@dataclass(frozen=True)
+class DropFence:
+    """Discard a step's fences and persist barriers (sfence, mfence, pcommit); the rest stays."""
+
+    step: str
+
+    def __str__(self) -> str:
+        return f"drop_fence({self.step})"
+
+
+@dataclass(frozen=True)
 class Delay:
     """Issue a step's stores, flushes and fences right after the next ``after`` step."""
 
@@ -77,11 +99,26 @@ class Patch:
         return f"patch({self.attr}{': ' + self.label if self.label else ''})"
 
 
-Mutation = Drop | Delay | SkipCheck | Patch
+Mutation = Drop | DropFlush | DropFence | Delay | SkipCheck | Patch
+
+FLUSHING_KINDS = ("group", "flush")
+"""Kinds of step that may issue cache-line flushes (what ``drop_flush`` may name)."""
+FENCING_KINDS = ("group", "pb", "fence", "order")
+"""Kinds of step that may issue fences or persist barriers (what ``drop_fence`` may name)."""
 
 
 def drop(step: str) -> Drop:
     return Drop(step)
+
+
+def drop_flush(step: str) -> DropFlush:
+    """The step's stores, without its cache-line flushes."""
+    return DropFlush(step)
+
+
+def drop_fence(step: str) -> DropFence:
+    """The step without its fences and persist barriers."""
+    return DropFence(step)
 
 
 def delay(step: str, after: str) -> Delay:
@@ -108,11 +145,21 @@ def patch(attr: str, fn: Callable[[Any], Any], label: str = "") -> Patch:
 
 def validate(base: type[Runtime], mutations: Iterable[Mutation]) -> None:
     """Raise ConfigError for a mutation naming a step, check or attribute ``base`` lacks."""
-    steps = {s.name for s in base.persist_steps()}
+    kinds = {s.name: s.kind for s in base.persist_steps()}
+    steps = set(kinds)
     checks = {c.name for c in base.recovery_checks()}
     for m in mutations:
         if isinstance(m, Drop):
             names = [m.step]
+        elif isinstance(m, DropFlush | DropFence):
+            names = [m.step]
+            allowed = FLUSHING_KINDS if isinstance(m, DropFlush) else FENCING_KINDS
+            what = "cache-line flushes" if isinstance(m, DropFlush) else "fences"
+            if m.step in kinds and kinds[m.step] not in allowed:
+                raise ConfigError(f"{m}: {m.step} is a {kinds[m.step]} step of "
+                                  f"{base.__name__}, which issues no {what}; name a step of "
+                                  f"kind {' or '.join(allowed)}, or drop({m.step}) the whole "
+                                  "step")
         elif isinstance(m, Delay):
             names = [m.step, m.after]
         elif isinstance(m, SkipCheck):
@@ -126,8 +173,9 @@ def validate(base: type[Runtime], mutations: Iterable[Mutation]) -> None:
                                   f"{m.attr!r} to patch")
             continue
         else:
-            raise ConfigError(f"{m!r} is not a mutation; build one with drop(), delay(), "
-                              "move_before(), swap(), skip_check() or patch()")
+            raise ConfigError(f"{m!r} is not a mutation; build one with drop(), drop_flush(), "
+                              "drop_fence(), delay(), move_before(), swap(), skip_check() or "
+                              "patch()")
         for n in names:
             if n not in steps:
                 raise unknown(f"persist step of {base.__name__}", n, steps,
@@ -213,5 +261,6 @@ class Mutant:
             f" — {self.why}" if self.why else "")
 
 
-__all__ = ["Delay", "Drop", "Mutant", "Mutation", "Patch", "SkipCheck", "delay", "drop",
+__all__ = ["Delay", "Drop", "DropFence", "DropFlush", "FENCING_KINDS", "FLUSHING_KINDS", "Mutant",
+           "Mutation", "Patch", "SkipCheck", "delay", "drop", "drop_fence", "drop_flush",
            "move_before", "mutate", "patch", "skip_check", "swap", "validate"]
