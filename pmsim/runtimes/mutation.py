@@ -25,12 +25,16 @@ bug, and why. A user mutant takes a few lines::
 
 from __future__ import annotations
 
+import sys
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import DOMAINS
 from ..errors import ConfigError, unknown
+from ..usercode import is_file_path, is_import_path
 
 if TYPE_CHECKING:
     from .base import Runtime
@@ -217,8 +221,14 @@ class Mutant:
     params: tuple[tuple[str, Any], ...] = ()
     """Parameters of :attr:`workload` (``(name, value)`` pairs) the kill matrix runs it with;
     empty: the workload's small fuzzing defaults."""
+    origin: str | None = field(default=None, compare=False, repr=False)
+    """The file that defines the mutant, from which a relative :attr:`workload` file path is
+    taken; None (default): the file of the code that builds it; "": none (a notebook, a REPL:
+    the path is taken from the current directory)."""
 
     def __post_init__(self) -> None:
+        if self.origin is None:
+            object.__setattr__(self, "origin", _caller_file())
         object.__setattr__(self, "mutations", tuple(self.mutations))
         object.__setattr__(self, "domains", tuple(self.domains))
         object.__setattr__(self, "params", tuple(tuple(kv) for kv in self.params))
@@ -232,6 +242,46 @@ class Mutant:
         if not isinstance(self.txs, int) or isinstance(self.txs, bool) or self.txs < 0:
             raise ConfigError(f"mutant {self.name}: txs must be an integer >= 0 (0: the "
                               "campaign's own)")
+        self._locate_workload()
+
+    def _locate_workload(self) -> None:
+        """Resolve a workload given as ``file.py:Class`` with a relative path: from the folder
+        of the file that defines the mutant (so the mutant works from any directory), else,
+        with a warning, from the current directory; a file found in neither is an error."""
+        wl = self.workload
+        if not isinstance(wl, str) or not is_import_path(wl):
+            return
+        where, _, attr = wl.rpartition(":")
+        if not is_file_path(where):
+            return
+        path = Path(where).expanduser()
+        fix = ("give the workload's path relative to the file that defines the mutant, or an "
+               "absolute path")
+        if path.is_absolute():
+            if not path.is_file():
+                raise ConfigError(f"mutant {self.name}: workload file {where} does not exist; "
+                                  f"{fix}")
+            return
+        tried = []
+        cwd = Path.cwd() / path
+        if self.origin:
+            here = Path(self.origin).parent / path
+            if here.is_file():
+                if not (cwd.is_file() and cwd.resolve() == here.resolve()):
+                    object.__setattr__(self, "workload", f"{here.resolve()}:{attr}")
+                return
+            tried.append(f"{here} (next to {self.origin}, which defines the mutant)")
+        if cwd.is_file():
+            if self.origin:
+                warnings.warn(f"mutant {self.name}: workload file {where} is not next to "
+                              f"{self.origin}, which defines the mutant; using {cwd.resolve()} "
+                              f"(from the current directory) instead: {fix} to silence this",
+                              UserWarning, stacklevel=4)
+                object.__setattr__(self, "workload", f"{cwd.resolve()}:{attr}")
+            return
+        tried.append(f"{cwd} (from the current directory)")
+        raise ConfigError(f"mutant {self.name}: workload file {where} not found: tried "
+                          f"{' and '.join(tried)}; {fix}")
 
     @property
     def base(self) -> type[Runtime]:
@@ -259,6 +309,14 @@ class Mutant:
     def describe(self) -> str:
         return f"{self.name}: {', '.join(str(m) for m in self.mutations)}" + (
             f" — {self.why}" if self.why else "")
+
+
+def _caller_file() -> str:
+    """The file of the code that builds a Mutant ("" for code run without one)."""
+    f = sys._getframe(1)
+    while f is not None and f.f_globals.get("__name__") in (__name__, "dataclasses"):
+        f = f.f_back  # type: ignore[assignment]
+    return str(f.f_globals.get("__file__") or "") if f is not None else ""
 
 
 __all__ = ["Delay", "Drop", "DropFence", "DropFlush", "FENCING_KINDS", "FLUSHING_KINDS", "Mutant",
