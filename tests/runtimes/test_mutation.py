@@ -8,9 +8,9 @@ import pytest
 
 from crashfuzz import fuzz
 from pmsim.errors import ConfigError
-from pmsim.runtimes import Mutant, drop, drop_fence, drop_flush, get_runtime, patch
+from pmsim.runtimes import Mutant, delay, drop, drop_fence, drop_flush, get_runtime, patch
 from pmsim.runtimes.mutation import mutate
-from pmsim.runtimes.steps import step_ops
+from pmsim.runtimes.steps import StepHook, step_ops
 from pmsim.runtimes.undo import checksum
 from pmsim.trace import Ev
 from pmsim.workloads.session import Session
@@ -127,3 +127,34 @@ def test_a_checksum_that_ignores_the_version_is_killed() -> None:
                    stop_at_first=True)
         assert not rep.ok, domain
     assert fuzz(runtime="undo", workload="array", domain="pdom1", txs=4, reduce=False).ok
+
+
+class _FakeCpu:
+    """Records the instructions it is given."""
+
+    tid = 0
+
+    def __init__(self) -> None:
+        self.got: list[tuple[str, tuple[int, ...]]] = []
+
+    def __getattr__(self, op: str) -> Any:
+        return lambda *args: self.got.append((op, args))
+
+
+def test_a_delayed_step_without_its_flushes_replays_only_its_stores() -> None:
+    cpu = _FakeCpu()
+    hook = StepHook([drop_flush("s"), drop_fence("f"), delay("s", after="t")])
+    with hook.step(cpu, "s") as c:
+        c.store(8, 1)
+        c.clwb(0)
+        c.clflushopt(0)
+        c.flush_range(0, 64)
+    assert cpu.got == []
+    hook.op(cpu, "t", "sfence")
+    hook.op(cpu, "f", "sfence")
+    hook.op(cpu, "f", "store", 16, 2)
+    with hook.step(cpu, "f") as c:
+        c.persist_barrier()
+        c.mfence()
+        c.clwb(64)
+    assert cpu.got == [("sfence", ()), ("store", (8, 1)), ("store", (16, 2)), ("clwb", (64,))]
