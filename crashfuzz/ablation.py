@@ -1,9 +1,11 @@
 """Automatic ablation: which named persist steps does a protocol need, in which domain.
 
-``ablate("undo")`` drops each named persist step of the runtime in turn, and swaps each pair
-of adjacent steps seen in a crash-free run (``swap(a, b)``: ``a``'s stores, flushes and fences
-are issued right after ``b``), and fuzzes every such mutant in every persistence domain on a
-list of workloads until one kills it. Each (mutation, domain) cell is
+``ablate("undo")`` drops each named persist step of the runtime in turn, drops only the
+cache-line flushes of each group step seen both storing and flushing (``drop_flush(step)``: the
+same stores, unflushed), and swaps each pair of adjacent steps seen in a crash-free run
+(``swap(a, b)``: ``a``'s stores, flushes and fences are issued right after ``b``), and fuzzes
+every such mutant in every persistence domain on a list of workloads until one kills it. Each
+(mutation, domain) cell is
 
 * ``needed``: killed; the row keeps the workload and the first failing crash point;
 * ``redundant``: survived campaigns that were exhaustive at every crash point, at every depth,
@@ -33,8 +35,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pmsim.errors import StallError
-from pmsim.runtimes.mutation import Drop, Mutation, mutate, swap
+from pmsim.runtimes.mutation import Drop, DropFlush, Mutation, mutate, swap
 from pmsim.runtimes.registry import get_runtime
+from pmsim.runtimes.steps import FLUSH_OPS, step_ops
+from pmsim.trace import Ev
 
 from .campaign import Campaign, FuzzConfig, fuzz
 from .mutants import DOMAINS, WORKLOAD_TRIALS, trials
@@ -47,7 +51,7 @@ class AblationCell:
     """One mutation of one runtime in one domain."""
 
     runtime: str
-    mutation: str  # "drop(step)" or "swap(a, b)"
+    mutation: str  # "drop(step)", "drop_flush(step)" or "swap(a, b)"
     step: str
     kind: str  # the step's kind, or "swap"
     domain: str
@@ -82,7 +86,8 @@ def explain(cell: AblationCell) -> str:
         return f"a liveness step: without it a thread never makes progress ({cell.failure})"
     if cell.verdict == "not exercised":
         return "no workload tried issues this step"
-    if cell.domain == "pdom2" and cell.kind in ("pb", "flush", "fence", "order"):
+    if cell.domain == "pdom2" and (cell.kind in ("pb", "flush", "fence", "order")
+                                   or cell.mutation.startswith("drop_flush(")):
         return ("harmless in PDOM-2: every visible store is persistent, in program order, so "
                 "flushes and barriers order nothing")
     return ""
@@ -102,6 +107,23 @@ def steps_seen(runtime: str | type, cfg: FuzzConfig) -> tuple[set[str], list[tup
                 pairs[(prev, name)] = None
             last[tid] = name
     return seen, list(pairs)
+
+
+def flushing_groups(runtime: str | type, cfg: FuzzConfig) -> set[str]:
+    """Group steps that, in the crash-free runs of the trial workloads, issue both stores and
+    cache-line flushes: for them ``drop_flush`` (the same stores, unflushed) differs from both
+    ``drop`` and the unmodified step."""
+    stores = {int(Ev.STORE), int(Ev.NTSTORE)}
+    flushes = {int(getattr(Ev, op.upper())) for op in FLUSH_OPS}
+    found: set[str] = set()
+    for c in trials(replace(cfg, runtime=runtime if isinstance(runtime, str) else cfg.runtime)):
+        camp = Campaign(replace(c, depth=1), runtime if isinstance(runtime, type) else None)
+        hook = camp.session.runtime.hook
+        ev = camp.full_trace.events
+        ops = step_ops(hook.spans or () if hook else (), ev["kind"], ev["tid"])
+        found |= {name for name, got in ops.items() if got & stores and got & flushes}
+    kinds = {s.name: s.kind for s in get_runtime(runtime).persist_steps()}
+    return {name for name in found if kinds.get(name) == "group"}
 
 
 def _fuzz_until_killed(cls: type, domain: str, base: FuzzConfig) -> tuple[str, str, int | None, str,
@@ -147,12 +169,17 @@ def ablate(runtime: str, domains: Sequence[str] = DOMAINS, steps: Iterable[str] 
             from pmsim.errors import unknown
 
             raise unknown(f"persist step of {runtime}", s, kinds, f"persist steps of {runtime}")
-    muts: list[tuple[Mutation, str, str]] = [(Drop(s), s, kinds[s]) for s in wanted]
+    mixed = flushing_groups(runtime, base) if any(kinds[s] == "group" for s in wanted) else set()
+    muts: list[tuple[Mutation, str, str]] = []
+    for s in wanted:
+        muts.append((Drop(s), s, kinds[s]))
+        if s in mixed:
+            muts.append((DropFlush(s), s, kinds[s]))
     if swaps and steps is None:
         muts += [(swap(a, b), f"{a} <-> {b}", "swap") for a, b in pairs]
     cells = Ablation(skipped=skipped)
     for m, step, kind in muts:
-        label = str(m) if isinstance(m, Drop) else f"swap({step})"
+        label = str(m) if isinstance(m, Drop | DropFlush) else f"swap({step})"
         for d in domains:
             t0 = time.perf_counter()
             if isinstance(m, Drop) and step not in seen and "recover" not in step and kind != "edge":
@@ -213,4 +240,4 @@ def cells_to_rows(cells: Sequence[AblationCell]) -> list[dict[str, Any]]:
 
 
 __all__ = ["Ablation", "AblationCell", "VERDICTS", "WORKLOAD_TRIALS", "ablate", "cells_to_rows", "explain",
-           "format_ablation", "steps_seen"]
+           "flushing_groups", "format_ablation", "steps_seen"]

@@ -14,7 +14,17 @@ from .base import ABORTED, COMMITTED, IDLE, RUNNING, Runtime, Tx
 from .costs import RuntimeCosts
 from .cow import CowRuntime
 from .layout import Layout, PMSpec, StaticArray
-from .mutation import Mutant, delay, drop, move_before, patch, skip_check, swap
+from .mutation import (
+    Mutant,
+    delay,
+    drop,
+    drop_fence,
+    drop_flush,
+    move_before,
+    patch,
+    skip_check,
+    swap,
+)
 from .redo import RedoRuntime
 from .registry import (
     MUTANTS,
@@ -35,6 +45,6 @@ __all__ = [
     "ABORTED", "COMMITTED", "IDLE", "MUTANTS", "RUNNING", "RUNTIMES", "Allocator", "CowRuntime",
     "HeapExhausted", "Layout", "Mutant", "PMSpec", "RedoRuntime", "Runtime", "RuntimeCosts",
     "StaticArray", "StepInfo", "Tx", "UndoRuntime", "all_mutants", "create_runtime", "delay",
-    "drop", "fit_pm", "get_mutant", "get_runtime", "move_before", "patch", "register_mutant",
-    "register_runtime", "skip_check", "swap", "variant",
+    "drop", "drop_fence", "drop_flush", "fit_pm", "get_mutant", "get_runtime", "move_before",
+    "patch", "register_mutant", "register_runtime", "skip_check", "swap", "variant",
 ]

@@ -3,6 +3,8 @@
 A mutation acts on a runtime's named steps (:mod:`.steps`) without touching its code:
 
 * ``drop(step)``: the step's stores, flushes and fences never happen;
+* ``drop_flush(step)``: only its cache-line flushes (clwb, clflushopt, clflush) never happen,
+  its stores do; ``drop_fence(step)``: only its fences and persist barriers never happen;
 * ``delay(step, after=other)``: they happen right after the next ``other`` step on the same
   thread (``move_before(store, step)`` is ``delay(step, after=store)``; ``swap(a, b)`` runs
   adjacent steps ``a``, ``b`` as ``b``, ``a``);
@@ -23,12 +25,16 @@ bug, and why. A user mutant takes a few lines::
 
 from __future__ import annotations
 
+import sys
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import DOMAINS
 from ..errors import ConfigError, unknown
+from ..usercode import is_file_path, is_import_path
 
 if TYPE_CHECKING:
     from .base import Runtime
@@ -42,6 +48,26 @@ class Drop:
 
     def __str__(self) -> str:
         return f"drop({self.step})"
+
+
+@dataclass(frozen=True)
+class DropFlush:
+    """Discard a step's cache-line flushes (clwb, clflushopt, clflush); its stores stay."""
+
+    step: str
+
+    def __str__(self) -> str:
+        return f"drop_flush({self.step})"
+
+
+@dataclass(frozen=True)
+class DropFence:
+    """Discard a step's fences and persist barriers (sfence, mfence, pcommit); the rest stays."""
+
+    step: str
+
+    def __str__(self) -> str:
+        return f"drop_fence({self.step})"
 
 
 @dataclass(frozen=True)
@@ -77,11 +103,26 @@ class Patch:
         return f"patch({self.attr}{': ' + self.label if self.label else ''})"
 
 
-Mutation = Drop | Delay | SkipCheck | Patch
+Mutation = Drop | DropFlush | DropFence | Delay | SkipCheck | Patch
+
+FLUSHING_KINDS = ("group", "flush")
+"""Kinds of step that may issue cache-line flushes (what ``drop_flush`` may name)."""
+FENCING_KINDS = ("group", "pb", "fence", "order")
+"""Kinds of step that may issue fences or persist barriers (what ``drop_fence`` may name)."""
 
 
 def drop(step: str) -> Drop:
     return Drop(step)
+
+
+def drop_flush(step: str) -> DropFlush:
+    """The step's stores, without its cache-line flushes."""
+    return DropFlush(step)
+
+
+def drop_fence(step: str) -> DropFence:
+    """The step without its fences and persist barriers."""
+    return DropFence(step)
 
 
 def delay(step: str, after: str) -> Delay:
@@ -108,11 +149,21 @@ def patch(attr: str, fn: Callable[[Any], Any], label: str = "") -> Patch:
 
 def validate(base: type[Runtime], mutations: Iterable[Mutation]) -> None:
     """Raise ConfigError for a mutation naming a step, check or attribute ``base`` lacks."""
-    steps = {s.name for s in base.persist_steps()}
+    kinds = {s.name: s.kind for s in base.persist_steps()}
+    steps = set(kinds)
     checks = {c.name for c in base.recovery_checks()}
     for m in mutations:
         if isinstance(m, Drop):
             names = [m.step]
+        elif isinstance(m, DropFlush | DropFence):
+            names = [m.step]
+            allowed = FLUSHING_KINDS if isinstance(m, DropFlush) else FENCING_KINDS
+            what = "cache-line flushes" if isinstance(m, DropFlush) else "fences"
+            if m.step in kinds and kinds[m.step] not in allowed:
+                raise ConfigError(f"{m}: {m.step} is a {kinds[m.step]} step of "
+                                  f"{base.__name__}, which issues no {what}; name a step of "
+                                  f"kind {' or '.join(allowed)}, or drop({m.step}) the whole "
+                                  "step")
         elif isinstance(m, Delay):
             names = [m.step, m.after]
         elif isinstance(m, SkipCheck):
@@ -126,8 +177,9 @@ def validate(base: type[Runtime], mutations: Iterable[Mutation]) -> None:
                                   f"{m.attr!r} to patch")
             continue
         else:
-            raise ConfigError(f"{m!r} is not a mutation; build one with drop(), delay(), "
-                              "move_before(), swap(), skip_check() or patch()")
+            raise ConfigError(f"{m!r} is not a mutation; build one with drop(), drop_flush(), "
+                              "drop_fence(), delay(), move_before(), swap(), skip_check() or "
+                              "patch()")
         for n in names:
             if n not in steps:
                 raise unknown(f"persist step of {base.__name__}", n, steps,
@@ -169,8 +221,14 @@ class Mutant:
     params: tuple[tuple[str, Any], ...] = ()
     """Parameters of :attr:`workload` (``(name, value)`` pairs) the kill matrix runs it with;
     empty: the workload's small fuzzing defaults."""
+    origin: str | None = field(default=None, compare=False, repr=False)
+    """The file that defines the mutant, from which a relative :attr:`workload` file path is
+    taken; None (default): the file of the code that builds it; "": none (a notebook, a REPL:
+    the path is taken from the current directory)."""
 
     def __post_init__(self) -> None:
+        if self.origin is None:
+            object.__setattr__(self, "origin", _caller_file())
         object.__setattr__(self, "mutations", tuple(self.mutations))
         object.__setattr__(self, "domains", tuple(self.domains))
         object.__setattr__(self, "params", tuple(tuple(kv) for kv in self.params))
@@ -184,6 +242,46 @@ class Mutant:
         if not isinstance(self.txs, int) or isinstance(self.txs, bool) or self.txs < 0:
             raise ConfigError(f"mutant {self.name}: txs must be an integer >= 0 (0: the "
                               "campaign's own)")
+        self._locate_workload()
+
+    def _locate_workload(self) -> None:
+        """Resolve a workload given as ``file.py:Class`` with a relative path: from the folder
+        of the file that defines the mutant (so the mutant works from any directory), else,
+        with a warning, from the current directory; a file found in neither is an error."""
+        wl = self.workload
+        if not isinstance(wl, str) or not is_import_path(wl):
+            return
+        where, _, attr = wl.rpartition(":")
+        if not is_file_path(where):
+            return
+        path = Path(where).expanduser()
+        fix = ("give the workload's path relative to the file that defines the mutant, or an "
+               "absolute path")
+        if path.is_absolute():
+            if not path.is_file():
+                raise ConfigError(f"mutant {self.name}: workload file {where} does not exist; "
+                                  f"{fix}")
+            return
+        tried = []
+        cwd = Path.cwd() / path
+        if self.origin:
+            here = Path(self.origin).parent / path
+            if here.is_file():
+                if not (cwd.is_file() and cwd.resolve() == here.resolve()):
+                    object.__setattr__(self, "workload", f"{here.resolve()}:{attr}")
+                return
+            tried.append(f"{here} (next to {self.origin}, which defines the mutant)")
+        if cwd.is_file():
+            if self.origin:
+                warnings.warn(f"mutant {self.name}: workload file {where} is not next to "
+                              f"{self.origin}, which defines the mutant; using {cwd.resolve()} "
+                              f"(from the current directory) instead: {fix} to silence this",
+                              UserWarning, stacklevel=4)
+                object.__setattr__(self, "workload", f"{cwd.resolve()}:{attr}")
+            return
+        tried.append(f"{cwd} (from the current directory)")
+        raise ConfigError(f"mutant {self.name}: workload file {where} not found: tried "
+                          f"{' and '.join(tried)}; {fix}")
 
     @property
     def base(self) -> type[Runtime]:
@@ -213,5 +311,14 @@ class Mutant:
             f" — {self.why}" if self.why else "")
 
 
-__all__ = ["Delay", "Drop", "Mutant", "Mutation", "Patch", "SkipCheck", "delay", "drop",
+def _caller_file() -> str:
+    """The file of the code that builds a Mutant ("" for code run without one)."""
+    f = sys._getframe(1)
+    while f is not None and f.f_globals.get("__name__") in (__name__, "dataclasses"):
+        f = f.f_back  # type: ignore[assignment]
+    return str(f.f_globals.get("__file__") or "") if f is not None else ""
+
+
+__all__ = ["Delay", "Drop", "DropFence", "DropFlush", "FENCING_KINDS", "FLUSHING_KINDS", "Mutant",
+           "Mutation", "Patch", "SkipCheck", "delay", "drop", "drop_fence", "drop_flush",
            "move_before", "mutate", "patch", "skip_check", "swap", "validate"]

@@ -46,7 +46,7 @@ from ..errors import ConfigError
 from .base import H_TAIL, Runtime, Tx, lines_of
 from .mutation import Mutant, drop, skip_check
 from .registry import register_mutant, register_runtime
-from .undo import DATA, SENTINEL, UndoRuntime, UndoTx, checksum
+from .undo import DATA, SENTINEL, UndoRuntime, UndoTx
 
 
 class _ClflushCpu:
@@ -207,7 +207,7 @@ class NvmlRuntime(ClflushSteps, UndoRuntime):
                     st(rec + 8 * i, w)
             with self.step(cpu, "nvml.log.checksum") as c:
                 c.work(self.costs.checksum_ns_per_byte * 8 * len(words))
-                c.store(rec + 8 * len(words), checksum(words))
+                c.store(rec + 8 * len(words), self.checksum(words))
             self.flush(cpu, "nvml.log.flush", lines_of(rec, 8 * (len(words) + 1)))
         self.pb(cpu, "nvml.log.pb")
         hdr = self.layout.desc[t]

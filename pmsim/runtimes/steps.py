@@ -14,11 +14,12 @@ Recovery decisions that guard against torn or stale state are named too::
     if self.check("undo.recover.checksum") and stored != checksum(words): ...
 
 Without a hook these are the plain instructions (one extra Python call). A :class:`StepHook`
-sees every step: it can log where in the trace each step began (failure reports name the step
-a crash point falls in) and it applies a mutant's data mutations (:mod:`.mutation`): drop a
-step's stores, flushes and fences, hold them back until another step has run, or skip a
-recovery check. Loads inside a dropped or held step still execute where they are: a mutation
-moves what a step makes visible or persistent, never what the runtime reads.
+sees every step: it can log where in the trace each step began and ended (failure reports name
+the step a crash point falls in) and it applies a mutant's data mutations (:mod:`.mutation`):
+drop a step's stores, flushes and fences, or only its cache-line flushes or only its fences,
+hold them back until another step has run, or skip a recovery check. Loads inside a dropped or
+held step still execute where they are: a mutation moves what a step makes visible or
+persistent, never what the runtime reads.
 """
 
 from __future__ import annotations
@@ -49,20 +50,32 @@ class StepInfo:
     help: str
 
 
-class _NoFlushCpu:
-    """A Cpu whose cache-line flushes are no-ops (code tuned for eADR, where caches are in the
-    persistence domain, issues none); every other instruction is the Cpu's own."""
+FLUSH_OPS = frozenset({"clwb", "clflushopt", "clflush"})
+"""The cache-line flushes (what ``drop_flush`` removes from a step)."""
+FENCE_OPS = frozenset({"sfence", "mfence", "pcommit", "persist_barrier"})
+"""The fences and persist barriers (what ``drop_fence`` removes from a step); locked
+read-modify-writes order too, but they are stores and stay."""
 
-    def __init__(self, cpu: Any) -> None:
+
+def _nop(*args: Any) -> None:
+    return None
+
+
+class _Without:
+    """A Cpu (or a step's recorder) without its cache-line flushes and/or its fences: those are
+    no-ops, every other instruction is the Cpu's own. Code tuned for eADR, where caches are in
+    the persistence domain, issues no flushes; ``drop_flush``/``drop_fence`` remove them from
+    one step."""
+
+    def __init__(self, cpu: Any, flushes: bool = True, fences: bool = False) -> None:
         self._cpu = cpu
+        if flushes:
+            self.clwb = self.clflushopt = self.clflush = self.flush_range = _nop
+        if fences:
+            self.sfence = self.mfence = self.pcommit = self.persist_barrier = _nop
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._cpu, name)
-
-    def clwb(self, line: int) -> None:
-        pass
-
-    clflushopt = clflush = clwb
 
 
 class _Recorder:
@@ -122,40 +135,55 @@ def replay(cpu: Any, ops: Sequence[tuple[str, tuple[Any, ...]]]) -> None:
 class StepHook:
     """Sees every named step of one runtime instance: logs it and applies step mutations.
 
-    ``log`` (when not None) receives ``(trace index, thread, step name)`` as each step begins.
-    ``drop`` names steps whose stores, flushes and fences are discarded; ``delay`` maps a step
-    to the step after whose next occurrence (on the same thread) its instructions are issued
-    instead; held instructions still pending when the runtime ends a transaction or a recovery
-    are issued then. ``skip`` names recovery checks that are skipped.
+    ``log`` (when not None) receives ``(trace index, thread, step name)`` as each step begins,
+    and ``spans`` (when not None) ``(first index, end index, thread, step name)`` as each step
+    ends: the thread's events in between are the step's own instructions. ``drop`` names steps
+    whose stores, flushes and fences are discarded; ``drop_flush`` and ``drop_fence`` steps
+    whose cache-line flushes, or fences and persist barriers, are discarded while the rest
+    stays; ``delay`` maps a step to the step after whose next occurrence (on the same thread)
+    its instructions are issued instead; held instructions still pending when the runtime ends
+    a transaction or a recovery are issued then. ``skip`` names recovery checks that are skipped.
     """
 
     def __init__(self, mutations: Iterable[Mutation] = (), log: list[tuple[int, int, str]] | None = None,
                  trace_len: Any = None) -> None:
-        from .mutation import Delay, Drop, SkipCheck
+        from .mutation import Delay, Drop, DropFence, DropFlush, SkipCheck
 
         self.drop: set[str] = set()
+        self.drop_flush: set[str] = set()
+        self.drop_fence: set[str] = set()
         self.delay: dict[str, str] = {}
         self.skip: set[str] = set()
         for m in mutations:
             if isinstance(m, Drop):
                 self.drop.add(m.step)
+            elif isinstance(m, DropFlush):
+                self.drop_flush.add(m.step)
+            elif isinstance(m, DropFence):
+                self.drop_fence.add(m.step)
             elif isinstance(m, Delay):
                 self.delay[m.step] = m.after
             elif isinstance(m, SkipCheck):
                 self.skip.add(m.check)
         self.log = log
+        self.spans: list[tuple[int, int, int, str]] | None = None
         self.trace_len = trace_len
         self.held: dict[tuple[int, str], list[tuple[Any, list[tuple[str, tuple[Any, ...]]]]]] = {}
 
     @property
     def mutates(self) -> bool:
-        return bool(self.drop or self.delay)
+        return bool(self.drop or self.delay or self.drop_flush or self.drop_fence)
 
-    def _begin(self, cpu: Any, name: str) -> None:
-        if self.log is not None:
-            self.log.append((self.trace_len() if self.trace_len else -1, cpu.tid, name))
+    def _begin(self, cpu: Any, name: str) -> int:
+        if self.log is None:
+            return -1
+        i = self.trace_len() if self.trace_len else -1
+        self.log.append((i, cpu.tid, name))
+        return i
 
-    def _end(self, cpu: Any, name: str, rec: _Recorder | None) -> None:
+    def _end(self, cpu: Any, name: str, rec: _Recorder | None, start: int = -1) -> None:
+        if self.spans is not None and self.trace_len:
+            self.spans.append((start, self.trace_len(), cpu.tid, name))
         if rec is not None and name in self.delay:
             self.held.setdefault((cpu.tid, self.delay[name]), []).append((cpu, rec.ops))
         pending = self.held.pop((cpu.tid, name), None) if self.held else None
@@ -165,21 +193,21 @@ class StepHook:
 
     @contextmanager
     def step(self, cpu: Any, name: str) -> Iterator[Any]:
-        self._begin(cpu, name)
+        start = self._begin(cpu, name)
         rec = _Recorder(cpu) if (name in self.drop or name in self.delay) else None
-        yield rec if rec is not None else cpu
-        self._end(cpu, name, rec)
+        c = rec if rec is not None else cpu
+        flushes, fences = name in self.drop_flush, name in self.drop_fence
+        yield _Without(c, flushes, fences) if flushes or fences else c
+        self._end(cpu, name, rec, start)
 
     def op(self, cpu: Any, name: str, op: str, *args: Any) -> None:
         """A one-instruction step."""
-        self._begin(cpu, name)
-        if name in self.drop or name in self.delay:
-            rec = _Recorder(cpu)
-            getattr(rec, op)(*args)
-        else:
-            rec = None
-            getattr(cpu, op)(*args)
-        self._end(cpu, name, rec)
+        start = self._begin(cpu, name)
+        rec = _Recorder(cpu) if (name in self.drop or name in self.delay) else None
+        if not ((op in FLUSH_OPS and name in self.drop_flush)
+                or (op in FENCE_OPS and name in self.drop_fence)):
+            getattr(cpu if rec is None else rec, op)(*args)
+        self._end(cpu, name, rec, start)
 
     def release(self, tid: int) -> None:
         """Issue every instruction still held for thread ``tid`` (end of a transaction)."""
@@ -202,7 +230,7 @@ class PersistSteps:
     elide_flushes: ClassVar[bool] = False
     """Skip cache-line flushes when the machine's domain is PDOM-2 (eADR), as code tuned for
     eADR does. False (default) is the papers' code: the same instructions in every domain."""
-    _no_flush: dict[int, _NoFlushCpu] | None = None  # per thread, when flushes are elided
+    _no_flush: dict[int, _Without] | None = None  # per thread, when flushes are elided
     _order_pb = False  # ordering points are persist barriers (PDOM-0)
 
     def _elide_in(self, domain: str) -> None:
@@ -217,7 +245,7 @@ class PersistSteps:
             return cpu
         c = nf.get(cpu.tid)
         if c is None or c._cpu is not cpu:
-            c = nf[cpu.tid] = _NoFlushCpu(cpu)
+            c = nf[cpu.tid] = _Without(cpu)
         return c
 
     @classmethod
@@ -319,12 +347,29 @@ class PersistSteps:
         if self.hook is not None and self.hook.held:
             self.hook.release(tid)
 
-    def log_steps(self, log: list[tuple[int, int, str]]) -> None:
-        """Record ``(trace index, thread, step)`` of every step from now on into ``log``."""
+    def log_steps(self, log: list[tuple[int, int, str]],
+                  spans: list[tuple[int, int, int, str]] | None = None) -> None:
+        """Record ``(trace index, thread, step)`` of every step from now on into ``log`` as it
+        begins, and ``(first index, end index, thread, step)`` into ``spans`` (a list of the
+        hook's own unless given) as it ends."""
         hook = self.hook or StepHook(getattr(self, "mutations", ()))
         hook.log = log
+        hook.spans = [] if spans is None else spans
         hook.trace_len = self.m.engine.trace_len  # type: ignore[attr-defined]
         self.hook = hook
+
+
+def step_ops(spans: Iterable[tuple[int, int, int, str]], kinds: Sequence[int],
+             tids: Sequence[int]) -> dict[str, set[int]]:
+    """The trace event kinds (:class:`~pmsim.trace.Ev` codes) each step issued: ``spans`` from
+    :meth:`PersistSteps.log_steps`, ``kinds`` and ``tids`` the trace's event columns."""
+    out: dict[str, set[int]] = {}
+    for start, end, tid, name in spans:
+        got = out.setdefault(name, set())
+        if start < 0:
+            continue
+        got.update(int(kinds[i]) for i in range(start, end) if tids[i] == tid)
+    return out
 
 
 def step_at(log: Sequence[tuple[int, int, str]], index: int, tid: int | None = None) -> str | None:
@@ -338,4 +383,5 @@ def step_at(log: Sequence[tuple[int, int, str]], index: int, tid: int | None = N
     return best
 
 
-__all__ = ["KINDS", "PersistSteps", "StepHook", "StepInfo", "replay", "step_at"]
+__all__ = ["FENCE_OPS", "FLUSH_OPS", "KINDS", "PersistSteps", "StepHook", "StepInfo", "replay",
+           "step_at", "step_ops"]

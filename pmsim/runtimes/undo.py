@@ -1,9 +1,10 @@
 """Undo logging (card §3.1, §4.1): one persist barrier per log append, checksummed records.
 
 Record: ``[sentinel][V][addr][type << 56 | words][old words ...][checksum]``; the checksum
-(FNV-1a over the record's words) is stored last. The tail pointer in the descriptor header is
-stored after each record's PB without a PB of its own, so it lags at most one record; recovery
-does not trust it and accepts records from the head while sentinel, version and checksum verify.
+(:meth:`UndoRuntime.checksum`, FNV-1a over the record's words) is stored last. The tail pointer
+in the descriptor header is stored after each record's PB without a PB of its own, so it lags
+at most one record; recovery does not trust it and accepts records from the head while
+sentinel, version and checksum verify.
 
 PBs: committed W + 2 (+2 when the transaction allocated or freed), read-only 0. ``undo-2pb``
 is the two-PB-per-append variant (no checksum, recovery trusts the tail): 2W + 2 (+2).
@@ -22,7 +23,6 @@ mutants (U1-U7, A1, A2, and U8, found by crash depth 2) are data over those name
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -64,10 +64,10 @@ def checksum(words: Sequence[int]) -> int:
     return h
 
 
-@functools.lru_cache(maxsize=1 << 14)
-def _checksum_of(words: tuple[int, ...]) -> int:
-    """:func:`checksum`, memoised: recovery verifies the same records in many crash images."""
-    return checksum(words)
+_MEMO: dict[tuple[Any, tuple[int, ...]], int] = {}
+"""(checksum method, record words) -> checksum: recovery verifies the same records in many
+crash images. Keyed by the method, so a mutant's replacement is memoised apart."""
+_MEMO_MAX = 1 << 14
 
 
 class UndoTx(Tx):
@@ -142,6 +142,23 @@ class UndoRuntime(Runtime):
         self.version = [0] * self.layout.threads
         self.first_words = [_NO_RECORDS] * self.layout.threads
 
+    def checksum(self, words: Sequence[int]) -> int:
+        """A record's checksum, stored after its words and verified by recovery: 64-bit FNV-1a
+        (:func:`checksum`). A mutant may replace it (``patch("checksum", ...)``); it must be a
+        function of ``words`` alone, since recovery memoises it across crash images."""
+        return checksum(words)
+
+    def _verified_checksum(self, words: tuple[int, ...]) -> int:
+        """:meth:`checksum` as recovery computes it, memoised per method."""
+        fn = type(self).checksum
+        key = (fn, words)
+        v = _MEMO.get(key)
+        if v is None:
+            if len(_MEMO) >= _MEMO_MAX:
+                _MEMO.clear()
+            v = _MEMO[key] = fn(self, words)
+        return v
+
     @classmethod
     def log_bytes(cls, spec: PMSpec) -> int:
         return 8 * (spec.max_tx_writes * (HDR_WORDS + 1) + spec.max_tx_words + 2 * (HDR_WORDS + 1))
@@ -205,7 +222,7 @@ class UndoRuntime(Runtime):
                 cpu.mark(Mark.TX_COMMIT, tx.txid)
             with self.step(cpu, f"undo.{phase}.checksum") as c:
                 c.work(self.costs.checksum_ns_per_byte * 8 * len(words))
-                c.store(rec + 8 * len(words), checksum(words))
+                c.store(rec + 8 * len(words), self.checksum(words))
         self.flush(cpu, f"undo.{phase}.flush", lines_of(rec, end - rec))
         hdr = self.layout.desc[tx.tid]
         if self.two_pb:
@@ -307,6 +324,7 @@ class UndoRuntime(Runtime):
         check_v = check_hdr and self.check("undo.recover.version")
         check_ck = ck and self.check("undo.recover.checksum")
         is_data = lay.is_data
+        verified = self._verified_checksum
         recs: list[tuple[int, list[int]]] = []
         base = (head - m.pm.base) >> 3
         m.note_reads(range(base, base + nwords))
@@ -323,7 +341,7 @@ class UndoRuntime(Runtime):
             wend = w + HDR_WORDS + n + ck
             if wend > lim or n > nwords:
                 break
-            if check_ck and log[wend - 1] != _checksum_of(tuple(log[w: w + HDR_WORDS + n])):
+            if check_ck and log[wend - 1] != verified(tuple(log[w: w + HDR_WORDS + n])):
                 break
             if kind == COMMIT:
                 return recs, True

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from crashfuzz.ablation import AblationCell, ablate, explain, format_ablation, steps_seen
+from crashfuzz.ablation import (
+    AblationCell,
+    ablate,
+    explain,
+    flushing_groups,
+    format_ablation,
+    steps_seen,
+)
 from crashfuzz.campaign import FuzzConfig
 from pmsim.errors import UnknownNameError
 
@@ -38,6 +45,23 @@ def test_steps_seen_and_adjacent_pairs() -> None:
     seen, pairs = steps_seen("redo", FuzzConfig(txs=3, depth=1))
     assert {"redo.commit.pb1", "redo.append.record"} <= seen
     assert ("redo.commit.pb1", "redo.commit.store-committed") in pairs
+
+
+def test_a_group_that_stores_and_flushes_gets_a_drop_flush_row() -> None:
+    """The undo header's stores without their clwb: needed where flushes make stores durable
+    (the new version may not be persistent when the first in-place write is); a barrier step
+    gets no such row, and the row's PDOM-2 survival is explained like a dropped flush."""
+    groups = flushing_groups("undo", FuzzConfig(txs=3, depth=1))
+    assert {"undo.begin.header", "undo.append.tail", "undo.commit.tail"} <= groups
+    assert "undo.append.record" not in groups and "undo.append.flush" not in groups
+    cells = ablate("undo", ("pdom1",), ["undo.begin.header", "undo.append.pb"],
+                   base=FuzzConfig(txs=4, idempotence=1, reduce=False, budget=4096, new_tx=1))
+    assert [(c.mutation, c.verdict) for c in cells] == [
+        ("drop(undo.begin.header)", "needed"), ("drop_flush(undo.begin.header)", "needed"),
+        ("drop(undo.append.pb)", "needed")]
+    cell = AblationCell("undo", "drop_flush(undo.begin.header)", "undo.begin.header", "group",
+                        "pdom2", "redundant", "bank", None, "", 1, 0.0)
+    assert "harmless in PDOM-2" in explain(cell)
 
 
 def test_unknown_step_and_unexplained_cells_are_said() -> None:
