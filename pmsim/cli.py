@@ -213,6 +213,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # output piped into e.g. `head`
         return closed_pipe()
+    except (Exception, SystemExit) as e:  # user code that raised or exited, named
+        from .usercode import user_error
+
+        err = user_error(e)
+        if err is None:
+            raise
+        print(f"pmsim: error: {err}", file=sys.stderr)
+        return 2
 
 
 def closed_pipe() -> int:
