@@ -40,7 +40,7 @@ from ..usercode import (
     is_file_path,
     is_import_path,
     load_attr,
-    user_error,
+    reraise,
 )
 
 MASK64 = (1 << 64) - 1
