@@ -635,7 +635,7 @@ class Campaign:
             stage = "recovery"  # the operations an overrun that ended counts are recovery's
             wd.check(m)
         except Hang as h:
-            crash = RecoveryCrash(f"{stage} did not terminate", h.detail + user_where(h))
+            crash = RecoveryCrash(f"{stage} did not terminate", h.detail)
             if stage == "recovery":
                 return None, crash, [crash.message], None
             if stage == "the invariant check":
@@ -655,7 +655,7 @@ class Campaign:
                 problem = _crash_free_problem(self.session, self.recover)
         except Hang as h:
             problem = (f"checking the workload's data after a crash-free run did not terminate "
-                       f"{h.detail}{user_where(h)}; {_NOT_CRASH}")
+                       f"{h.detail}; {_NOT_CRASH}")
         if problem is None:
             return None
         if not _trusted(self.rt_cls) and self._reference_agrees():
@@ -733,7 +733,7 @@ class Campaign:
             except HeapExhausted:
                 return None  # the layout was planned for fewer transactions: inconclusive
             except Hang as h:
-                return f"a new transaction did not terminate {h.detail}{user_where(h)}"
+                return f"a new transaction did not terminate {h.detail}"
             except BaseException as e:
                 if not user_raised(e):
                     raise
