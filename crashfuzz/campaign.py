@@ -51,7 +51,7 @@ from pmsim.runtimes.mutation import Mutant
 from pmsim.runtimes.registry import MUTANTS, declares_crash_irrelevant, get_runtime, reference
 from pmsim.runtimes.steps import step_at
 from pmsim.trace import Ev, Trace
-from pmsim.usercode import UserCodeError, describe_failure, import_path, reraise, user_raised
+from pmsim.usercode import UserCodeError, import_path, reraise, user_raised
 from pmsim.usercode import where as user_where
 from pmsim.workloads.base import Workload, build_workload, fuzz_defaults, get_workload
 from pmsim.workloads.base import WorkloadArg as WorkloadArg
@@ -1286,13 +1286,21 @@ def _crash_free_problem(s: Session, recover: Callable[[np.ndarray], tuple[Any, H
     them (unless a transaction is still open: a program may stop inside one), then after a
     clean restart (``recover`` on the image the run left). None if nothing."""
     wl, rt = s.workload, s.runtime
-    expected = wl.expected(rt.commit_order)
+    try:
+        expected = wl.expected(rt.commit_order)
+    except BaseException as e:
+        if not user_raised(e):
+            raise
+        return (f"the workload's model raised {_raised(e)}, replaying the crash-free run's "
+                f"{len(rt.commit_order)} committed transactions; {_NOT_CRASH}")
     if all(tx is None for tx in rt.active):
         try:
             got = wl.app_data(rt)
-        except Exception as e:  # noqa: BLE001
+        except BaseException as e:
+            if not user_raised(e):
+                raise
             return (f"reading the workload's data after a crash-free run raised "
-                    f"{type(e).__name__}: {e}; {_NOT_CRASH}")
+                    f"{_raised(e)}; {_NOT_CRASH}")
         if got != expected:
             return (f"the workload's data after a crash-free run disagrees with its model: got "
                     f"{_short(got)}, expected {_short(expected)}; {_NOT_CRASH}")
@@ -1301,9 +1309,11 @@ def _crash_free_problem(s: Session, recover: Callable[[np.ndarray], tuple[Any, H
     if rt2 is not None and fresh is not None:  # a restarted program remembers nothing
         try:
             got = fresh.app_data(rt2)
-        except Exception as e:  # noqa: BLE001
+        except BaseException as e:
+            if not user_raised(e):
+                raise
             return (f"reading the workload's data after a crash-free run and a clean restart "
-                    f"raised {type(e).__name__}: {e}; {_NOT_CRASH}")
+                    f"raised {_raised(e)}; {_NOT_CRASH}")
     if got != expected:
         return (f"the workload's data after a crash-free run and a clean restart disagrees with "
                 f"its model: got {_short(got)}, expected {_short(expected)}; {_NOT_CRASH}")
@@ -1321,7 +1331,12 @@ def _finished(rt: Runtime) -> Callable[[], int]:
 
 def _raised(e: BaseException) -> str:
     """``KeyError: 3 in Class.method (file, line N: source)``: what user code raised, where."""
-    what = f"{type(e).__name__}: {e}" if isinstance(e, Exception) else describe_failure(e)[0]
+    if isinstance(e, SystemExit):
+        what = f"SystemExit({e.code!r}) (sys.exit)"
+    elif isinstance(e, KeyboardInterrupt):
+        what = "KeyboardInterrupt (raised by the code itself: no Ctrl-C was pressed)"
+    else:
+        what = f"{type(e).__name__}: {e}"
     return what + user_where(e)
 
 
