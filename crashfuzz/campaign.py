@@ -612,7 +612,7 @@ class Campaign:
                     rt = self.session.runtime.reattach(m)
                     rt.recover(m.cpu(0))
                 except BaseException as e:  # any failure of user code is a finding, not a crash
-                    if not user_raised(e):
+                    if not _caught(e):
                         raise
                     crash = RecoveryCrash("recovery raised", _raised(e))
                     return None, crash, [crash.message], None
@@ -620,14 +620,14 @@ class Campaign:
                 try:
                     data = wl.app_data(rt)
                 except BaseException as e:
-                    if not user_raised(e):
+                    if not _caught(e):
                         raise
                     data = RecoveryCrash(f"{stage} raised", _raised(e))
                 stage = "the invariant check"
                 try:
                     errors = rt.check_invariants(wl.live_objects(rt))
                 except BaseException as e:
-                    if not user_raised(e):
+                    if not _caught(e):
                         raise
                     errors = [f"invariant check raised {_raised(e)}"]
             finally:
@@ -686,7 +686,7 @@ class Campaign:
             with bounded(self.stall_seconds, _finished(rt)):
                 s.run(cfg.txs)
         except BaseException as e:  # the workload fails on a correct runtime: its bug
-            if not (user_raised(e) or isinstance(e, Hang | UserCodeError)):
+            if not (_caught(e) or isinstance(e, Hang)):
                 raise
             return False
         scratch = Machine(mcfg, timed=False)
@@ -701,7 +701,7 @@ class Campaign:
             with bounded(self.stall_seconds):
                 return _crash_free_problem(s, recover) is None
         except BaseException as e:
-            if not (user_raised(e) or isinstance(e, Hang)):
+            if not (_caught(e) or isinstance(e, Hang)):
                 raise
             return False
 
@@ -735,7 +735,7 @@ class Campaign:
             except Hang as h:
                 return f"a new transaction did not terminate {h.detail}"
             except BaseException as e:
-                if not user_raised(e):
+                if not _caught(e):
                     raise
                 return f"a new transaction raised {_raised(e)}"
             model.apply(op)
@@ -1289,7 +1289,7 @@ def _crash_free_problem(s: Session, recover: Callable[[np.ndarray], tuple[Any, H
     try:
         expected = wl.expected(rt.commit_order)
     except BaseException as e:
-        if not user_raised(e):
+        if not _caught(e):
             raise
         return (f"the workload's model raised {_raised(e)}, replaying the crash-free run's "
                 f"{len(rt.commit_order)} committed transactions; {_NOT_CRASH}")
@@ -1297,7 +1297,7 @@ def _crash_free_problem(s: Session, recover: Callable[[np.ndarray], tuple[Any, H
         try:
             got = wl.app_data(rt)
         except BaseException as e:
-            if not user_raised(e):
+            if not _caught(e):
                 raise
             return (f"reading the workload's data after a crash-free run raised "
                     f"{_raised(e)}; {_NOT_CRASH}")
@@ -1310,7 +1310,7 @@ def _crash_free_problem(s: Session, recover: Callable[[np.ndarray], tuple[Any, H
         try:
             got = fresh.app_data(rt2)
         except BaseException as e:
-            if not user_raised(e):
+            if not _caught(e):
                 raise
             return (f"reading the workload's data after a crash-free run and a clean restart "
                     f"raised {_raised(e)}; {_NOT_CRASH}")
@@ -1327,6 +1327,14 @@ def _crash_free_problem(s: Session, recover: Callable[[np.ndarray], tuple[Any, H
 def _finished(rt: Runtime) -> Callable[[], int]:
     """The progress count of runs on ``rt``: transactions committed or aborted."""
     return lambda: len(rt.commit_order) + rt.aborts
+
+
+def _caught(e: BaseException) -> bool:
+    """Whether a failure of code run on a run's or a recovered image's behalf is reported (as a
+    finding or a crash-free problem) rather than passed on: any Exception (pmsim's own errors
+    too), or a SystemExit or self-raised KeyboardInterrupt of user code; never a stop request,
+    a Hang or GeneratorExit."""
+    return isinstance(e, Exception) or user_raised(e)
 
 
 def _raised(e: BaseException) -> str:
