@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 from .config import MachineConfig, describe
 from .errors import PmsimError
+from .interrupts import catching
 from .presets import PRESETS, preset
 
 
@@ -202,7 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _, _, run = COMMANDS[args.command]
     try:
-        rc = int(run(args))  # type: ignore[operator]
+        with catching():  # a Ctrl-C is recorded: told apart from user code raising one
+            rc = int(run(args))  # type: ignore[operator]
         sys.stdout.flush()
         return rc
     except PmsimError as e:
