@@ -474,10 +474,11 @@ class Campaign:
         with bounded(self.stall_seconds, _finished(rt), self._stalled("the crash-free run")):
             self.session.run(cfg.txs)
         self.full_trace: Trace = m.trace()
-        self.ignored = np.asarray(sorted(rt.crash_irrelevant()), np.uint64) if (
-            cfg.reduce and declares_crash_irrelevant(rt_cls)) else np.zeros(0, np.uint64)
+        with bounded(self.stall_seconds):  # the runtime's declarations: user code too
+            self.ignored = np.asarray(sorted(rt.crash_irrelevant()), np.uint64) if (
+                cfg.reduce and declares_crash_irrelevant(rt_cls)) else np.zeros(0, np.uint64)
+            self.edges = rt.edge_providers()
         self.trace = drop_stores(self.full_trace, self.ignored)
-        self.edges = rt.edge_providers()
         self.model = CrashModel(self.trace, cfg.order, cfg.domain, extra_edge_providers=self.edges)
         self.history = TxHistory.from_trace(self.trace)
         self.oracle = Oracle(self.history, wl.expected)
