@@ -34,12 +34,13 @@ import time
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
 from pmsim.config import CacheConfig, CacheLevel, MachineConfig, Region, param
-from pmsim.errors import ConfigError, PmsimError, WorkloadModelMismatch, unknown
+from pmsim.errors import ConfigError, PmsimError, unknown
+from pmsim.interrupts import catching, raise_pending
 from pmsim.machine import Machine
 from pmsim.runtimes.alloc import HeapExhausted
 from pmsim.runtimes.background import run_threads
@@ -50,7 +51,8 @@ from pmsim.runtimes.mutation import Mutant
 from pmsim.runtimes.registry import MUTANTS, declares_crash_irrelevant, get_runtime, reference
 from pmsim.runtimes.steps import step_at
 from pmsim.trace import Ev, Trace
-from pmsim.usercode import import_path
+from pmsim.usercode import UserCodeError, import_path, reraise, user_raised
+from pmsim.usercode import where as user_where
 from pmsim.workloads.base import Workload, build_workload, fuzz_defaults, get_workload
 from pmsim.workloads.base import WorkloadArg as WorkloadArg
 from pmsim.workloads.base import reference as workload_reference
@@ -60,7 +62,7 @@ from .classes import ReadClasses
 from .model import image_hash
 from .oracle import Oracle, TxHistory
 from .states import CrashModel
-from .watchdog import MIN_OPS, OPS_FACTOR, SECONDS, Hang, Watchdog, ops
+from .watchdog import MIN_OPS, OPS_FACTOR, SECONDS, Hang, Watchdog, bounded, ops
 
 POINT_KINDS = ("reduced", "every", "sampled")
 
@@ -271,7 +273,8 @@ class RecoveryCrash(tuple[str, str]):
 class Failure:
     """One wrong recovery, with everything a human needs to act on it."""
 
-    kind: str  # "data", "invariant", "new-tx", "idempotence", "crash" (recovery raised)
+    kind: str  # "data", "invariant", "new-tx", "idempotence", "crash" (recovery raised), or
+    # "crash-free": wrong before any crash (the crash-free run or a clean restart)
     point: int
     since: int
     reason: str
@@ -292,6 +295,8 @@ class Failure:
     unreproducible: str = ""  # why ``config`` alone does not rebuild the campaign, if it does not
 
     def summary(self) -> str:
+        if self.kind == "crash-free":
+            return f"[crash-free] before any crash: {self.message}"
         where = f"crash point {self.point} ({self.reason}" + (f", in {self.step}" if self.step else "")
         if self.depth > 1:
             where = f"depth {self.depth}: {self.origin}; {where}"
@@ -425,6 +430,10 @@ class Campaign:
     check of one image may issue ``max(recovery_min_ops, recovery_ops_factor x the crash-free
     run's operations)`` machine operations and use ``recovery_seconds`` of CPU time; beyond
     either it is a finding of kind ``crash`` ("... did not terminate within ...")."""
+    stall_seconds: float = 30.0
+    """CPU seconds the crash-free run (and the runs on recovered images) may go without a
+    transaction finishing, and the check of the crash-free run's data may take: user code in a
+    loop there is a clear error (or a finding, where the loop runs on a recovered image)."""
 
     def __init__(self, cfg: FuzzConfig, runtime: RuntimeArg | None = None,
                  workload: WorkloadArg | None = None, machine: MachineConfig | None = None) -> None:
@@ -434,9 +443,11 @@ class Campaign:
         :func:`get_runtime` and :func:`~pmsim.workloads.base.build_workload` take. A class (or
         an instance, run as a fresh copy seeded by ``cfg.seed``) with an import path is recorded
         in ``self.cfg`` as that path, so failures carry a config that reproduces them;
-        ``self.unreproducible`` says why not otherwise. Raises
-        :class:`~pmsim.errors.WorkloadModelMismatch` when the workload's data after the
-        crash-free run (or after a clean restart) disagree with its model.
+        ``self.unreproducible`` says why not otherwise. When the workload's data after the
+        crash-free run (or after a clean restart) disagree with its model,
+        ``self.crash_free_failure`` is that finding (kind ``crash-free``), else None.
+        User code that raises, exits or loops before any crash raises
+        :class:`~pmsim.usercode.UserCodeError`.
         """
         self.cfg = cfg
         self.unreproducible = ""
@@ -451,7 +462,8 @@ class Campaign:
             self._record("runtime", runtime, "")
         elif runtime is not None:
             self._record("runtime", *self._runtime_ref(runtime, rt_cls))
-        wl = self._workload(workload)
+        with bounded(self.stall_seconds):
+            wl = self._workload(workload)
         self._pristine = _fresh_copy(wl)  # the workload before it ran, for _reference_agrees
         if machine is not None:
             self._notes.append("the campaign ran on a machine config passed to it; pass the same "
@@ -461,22 +473,25 @@ class Campaign:
         base = machine or fuzz_machine(cfg.domain, cfg.threads, cfg.seed)
         cores = cfg.threads + rt_cls.extra_cores(cfg.threads)
         self.base_mcfg = base = base.replace(domain=cfg.domain, cores=max(base.cores, cores))
-        layout = rt_cls.plan(wl.spec(), cfg.threads, base.pm_region.base)
-        mcfg = self.mcfg = rt_cls.fit_config(_machine_for(layout, base), layout)
-        m = Machine(mcfg)
-        rt = rt_cls(m, layout)
-        self.session = Session(m, rt, wl)
-        rt.format()
-        wl.setup(rt)
+        with bounded(self.stall_seconds):
+            layout = rt_cls.plan(wl.spec(), cfg.threads, base.pm_region.base)
+            mcfg = self.mcfg = rt_cls.fit_config(_machine_for(layout, base), layout)
+            m = Machine(mcfg)
+            rt = rt_cls(m, layout)
+            self.session = Session(m, rt, wl)
+            rt.format()
+            wl.setup(rt)
         m.reset_trace()
         self.step_log: list[tuple[int, int, str]] = []
         rt.log_steps(self.step_log)
-        self.session.run(cfg.txs)
+        with bounded(self.stall_seconds, _finished(rt), self._stalled("the crash-free run")):
+            self.session.run(cfg.txs)
         self.full_trace: Trace = m.trace()
-        self.ignored = np.asarray(sorted(rt.crash_irrelevant()), np.uint64) if (
-            cfg.reduce and declares_crash_irrelevant(rt_cls)) else np.zeros(0, np.uint64)
+        with bounded(self.stall_seconds):  # the runtime's declarations: user code too
+            self.ignored = np.asarray(sorted(rt.crash_irrelevant()), np.uint64) if (
+                cfg.reduce and declares_crash_irrelevant(rt_cls)) else np.zeros(0, np.uint64)
+            self.edges = rt.edge_providers()
         self.trace = drop_stores(self.full_trace, self.ignored)
-        self.edges = rt.edge_providers()
         self.model = CrashModel(self.trace, cfg.order, cfg.domain, extra_edge_providers=self.edges)
         self.history = TxHistory.from_trace(self.trace)
         self.oracle = Oracle(self.history, wl.expected)
@@ -492,7 +507,10 @@ class Campaign:
         self._idem_done: set[tuple[int, int]] = set()
         self._read_sets: dict[tuple[int, int], frozenset[int]] = {}
         self.last_reads: set[int] = set()
-        self._check_crash_free()
+        self.crash_free_failure = self._check_crash_free()
+
+    def _stalled(self, what: str) -> str:
+        return f"{what} finished no transaction within {self.stall_seconds:g} s of CPU time"
 
     def _record(self, which: str, ref: str | None, why: str) -> None:
         """Store the string that finds a runtime or workload class again in ``self.cfg``."""
@@ -607,19 +625,25 @@ class Campaign:
                 try:
                     rt = self.session.runtime.reattach(m)
                     rt.recover(m.cpu(0))
-                except Exception as e:  # noqa: BLE001 - any exception is a finding, not a crash
-                    crash = RecoveryCrash("recovery raised", f"{type(e).__name__}: {e}")
+                except BaseException as e:  # any failure of user code is a finding, not a crash
+                    if not _caught(e):
+                        raise
+                    crash = RecoveryCrash("recovery raised", _raised(e))
                     return None, crash, [crash.message], None
                 stage = "reading the recovered data"
                 try:
                     data = wl.app_data(rt)
-                except Exception as e:  # noqa: BLE001
-                    data = RecoveryCrash(f"{stage} raised", f"{type(e).__name__}: {e}")
+                except BaseException as e:
+                    if not _caught(e):
+                        raise
+                    data = RecoveryCrash(f"{stage} raised", _raised(e))
                 stage = "the invariant check"
                 try:
                     errors = rt.check_invariants(wl.live_objects(rt))
-                except Exception as e:  # noqa: BLE001
-                    errors = [f"invariant check raised {type(e).__name__}: {e}"]
+                except BaseException as e:
+                    if not _caught(e):
+                        raise
+                    errors = [f"invariant check raised {_raised(e)}"]
             finally:
                 wd.stop()
             stage = "recovery"  # the operations an overrun that ended counts are recovery's
@@ -635,17 +659,30 @@ class Campaign:
         return rt, data, errors, (m.trace() if record else None)
 
     # -- the crash-free run -----------------------------------------------------------------------
-    def _check_crash_free(self) -> None:
-        """Raise WorkloadModelMismatch when the workload's data after the crash-free run, or
-        after a clean restart and recovery, disagree with its model. On a runtime that is not
-        one of pmsim's own correct ones the crash-free run is first repeated on undo: if the
-        data agree there, the runtime is at fault, and fuzzing reports it as usual."""
-        problem = _crash_free_problem(self.session, self.recover)
+    def _check_crash_free(self) -> Failure | None:
+        """The finding (kind ``crash-free``) when the workload's data after the crash-free
+        run, or after a clean restart and recovery, disagree with its model. On a runtime that
+        is not one of pmsim's own correct ones the crash-free run is first repeated on undo: if
+        the data agree there, the runtime is at fault, and fuzzing reports it as usual."""
+        try:
+            with bounded(self.stall_seconds):
+                problem = _crash_free_problem(self.session, self.recover)
+        except Hang as h:
+            problem = (f"checking the workload's data after a crash-free run did not terminate "
+                       f"{h.detail}; {_NOT_CRASH}")
         if problem is None:
-            return
+            return None
         if not _trusted(self.rt_cls) and self._reference_agrees():
-            return
-        raise WorkloadModelMismatch(problem)
+            return None
+        trace, m = self.trace, self.session.machine
+        k = len(trace)
+        img = m.pm_image()
+        return Failure(kind="crash-free", point=k, since=k, reason="no crash",
+                       event=trace.describe(k - 1) if k else "(start of trace)",
+                       time_ns=float(trace.events["time"][k - 1]) if k else 0.0,
+                       image_hash=image_hash(img), message=problem, expected=[], recovered="",
+                       persisted=[], image=img.copy(), config=self.cfg,
+                       unreproducible=self.unreproducible)
 
     def _reference_agrees(self) -> bool:
         """Whether a fresh copy of the workload agrees with its model on the undo runtime."""
@@ -660,8 +697,11 @@ class Campaign:
         wl.setup(rt)
         s = Session(m, rt, wl)
         try:
-            s.run(cfg.txs)
-        except Exception:  # noqa: BLE001 - the workload fails on a correct runtime: its bug
+            with bounded(self.stall_seconds, _finished(rt)):
+                s.run(cfg.txs)
+        except BaseException as e:  # the workload fails on a correct runtime: its bug
+            if not (_caught(e) or isinstance(e, Hang)):
+                raise
             return False
         scratch = Machine(mcfg, timed=False)
 
@@ -672,8 +712,11 @@ class Campaign:
             return rt2, wl.app_data(rt2), rt2.check_invariants(wl.live_objects(rt2)), None
 
         try:
-            return _crash_free_problem(s, recover) is None
-        except Exception:  # noqa: BLE001
+            with bounded(self.stall_seconds):
+                return _crash_free_problem(s, recover) is None
+        except BaseException as e:
+            if not (_caught(e) or isinstance(e, Hang)):
+                raise
             return False
 
     def _new_transaction(self, rt: Runtime, data: Hashable, k: int) -> str | None:
@@ -696,14 +739,19 @@ class Campaign:
         for _ in range(self.cfg.new_tx):
             op = trial.next_op(0, trial.rng(0))
             try:
-                proc, = run_threads(rt, [(lambda cpu, op=op: trial.transaction(cpu, rt, op), 0,
-                                          ())])
+                with bounded(self.stall_seconds, _finished(rt)):
+                    proc, = run_threads(rt, [(lambda cpu, op=op: trial.transaction(cpu, rt, op),
+                                              0, ())])
                 if not proc.ok:
                     return f"a new transaction failed: {proc.value!r}"
             except HeapExhausted:
                 return None  # the layout was planned for fewer transactions: inconclusive
-            except Exception as e:  # noqa: BLE001
-                return f"a new transaction raised {type(e).__name__}: {e}"
+            except Hang as h:
+                return f"a new transaction did not terminate {h.detail}"
+            except BaseException as e:
+                if not _caught(e):
+                    raise
+                return f"a new transaction raised {_raised(e)}"
             model.apply(op)
         exp = model.snapshot()
         rt2, got, errs, _ = self.recover(m.pm_image())
@@ -743,6 +791,7 @@ class Campaign:
             images = ((space.hash(s), space.image(s)) for s in states)
         candidate = None
         for h, img in images:
+            raise_pending()  # a stop request whose exception was dropped or swallowed
             failure = self._check_image(point, h, img, report)
             if failure is None and collect and candidate is None and self._outcomes[h][3]:
                 candidate = (h, img.copy())
@@ -784,6 +833,7 @@ class Campaign:
             return None
 
         def reads(state: tuple[int, ...]) -> Collection[int]:
+            raise_pending()
             h = space.hash(state)
             got = self._read_sets.get(h)
             if got is None:
@@ -882,6 +932,7 @@ class Campaign:
                 prng = rng or _rng(self.cfg.seed, 4, point.index, p.index)
                 it = ((sp.hash(s), sp.image(s)) for s in sp.sample(self.cfg.samples, prng))
             for h2, img2 in it:
+                raise_pending()
                 data2, errors2, _, _ = self._outcome(h2, img2, report, k)
                 ok, cands = self.oracle.check(k, data2)
                 if not ok or errors2:
@@ -957,8 +1008,9 @@ class Campaign:
         for _ in range(self.cfg.depth_txs):
             op = trial.next_op(0, trial.rng(0))
             try:
-                proc, = run_threads(rt, [(lambda cpu, op=op: trial.transaction(cpu, rt, op), 0,
-                                          ())])
+                with bounded(self.stall_seconds, _finished(rt)):
+                    proc, = run_threads(rt, [(lambda cpu, op=op: trial.transaction(cpu, rt, op),
+                                              0, ())])
             except HeapExhausted:
                 break  # the layout was planned for fewer transactions: run what fits
             if not proc.ok:
@@ -1013,6 +1065,7 @@ class Campaign:
             report.deep_states += len(states)
             images = ((space.hash(s), space.image(s)) for s in states)
         for h, img in images:
+            raise_pending()
             f = self.check_deep_image(stage, point, h, img, report)
             if f is not None:
                 report.add(f)
@@ -1247,13 +1300,21 @@ def _crash_free_problem(s: Session, recover: Callable[[np.ndarray], tuple[Any, H
     them (unless a transaction is still open: a program may stop inside one), then after a
     clean restart (``recover`` on the image the run left). None if nothing."""
     wl, rt = s.workload, s.runtime
-    expected = wl.expected(rt.commit_order)
+    try:
+        expected = wl.expected(rt.commit_order)
+    except BaseException as e:
+        if not _caught(e):
+            raise
+        return (f"the workload's model raised {_raised(e)}, replaying the crash-free run's "
+                f"{len(rt.commit_order)} committed transactions; {_NOT_CRASH}")
     if all(tx is None for tx in rt.active):
         try:
             got = wl.app_data(rt)
-        except Exception as e:  # noqa: BLE001
+        except BaseException as e:
+            if not _caught(e):
+                raise
             return (f"reading the workload's data after a crash-free run raised "
-                    f"{type(e).__name__}: {e}; {_NOT_CRASH}")
+                    f"{_raised(e)}; {_NOT_CRASH}")
         if got != expected:
             return (f"the workload's data after a crash-free run disagrees with its model: got "
                     f"{_short(got)}, expected {_short(expected)}; {_NOT_CRASH}")
@@ -1262,9 +1323,11 @@ def _crash_free_problem(s: Session, recover: Callable[[np.ndarray], tuple[Any, H
     if rt2 is not None and fresh is not None:  # a restarted program remembers nothing
         try:
             got = fresh.app_data(rt2)
-        except Exception as e:  # noqa: BLE001
+        except BaseException as e:
+            if not _caught(e):
+                raise
             return (f"reading the workload's data after a crash-free run and a clean restart "
-                    f"raised {type(e).__name__}: {e}; {_NOT_CRASH}")
+                    f"raised {_raised(e)}; {_NOT_CRASH}")
     if got != expected:
         return (f"the workload's data after a crash-free run and a clean restart disagrees with "
                 f"its model: got {_short(got)}, expected {_short(expected)}; {_NOT_CRASH}")
@@ -1273,6 +1336,40 @@ def _crash_free_problem(s: Session, recover: Callable[[np.ndarray], tuple[Any, H
                 f"{'; '.join(errors[:3])}; the workload's live_objects() must return exactly "
                 f"the heap objects its data reach; {_NOT_CRASH}")
     return None
+
+
+def _finished(rt: Runtime) -> Callable[[], int]:
+    """The progress count of runs on ``rt``: transactions committed or aborted."""
+    return lambda: len(rt.commit_order) + rt.aborts
+
+
+def _caught(e: BaseException) -> bool:
+    """Whether a failure of code run on a run's or a recovered image's behalf is reported (as a
+    finding or a crash-free problem) rather than passed on: any Exception (pmsim's own errors
+    too), or a SystemExit or self-raised KeyboardInterrupt of user code; never a stop request,
+    a Hang or GeneratorExit."""
+    return isinstance(e, Exception) or user_raised(e)
+
+
+def _raised(e: BaseException) -> str:
+    """``KeyError: 3 in Class.method (file, line N: source)``: what user code raised, where."""
+    if isinstance(e, SystemExit):
+        what = f"SystemExit({e.code!r}) (sys.exit)"
+    elif isinstance(e, KeyboardInterrupt):
+        what = "KeyboardInterrupt (raised by the code itself: no Ctrl-C was pressed)"
+    else:
+        what = f"{type(e).__name__}: {e}"
+    return what + user_where(e)
+
+
+def _reraise(e: BaseException, context: str) -> NoReturn:
+    """Raise ``e``, as a UserCodeError naming the user's frame if user code failed (a loop
+    that did not terminate too), ``context`` saying when."""
+    if isinstance(e, Hang):
+        found = user_where(e)
+        raise UserCodeError(f"{'user code' if found else 'the run'} did not terminate{found}, "
+                            f"{context}: {e.detail}; fix the loop") from e
+    reraise(e, context)
 
 
 def _rng(*words: int) -> np.random.Generator:
@@ -1339,13 +1436,26 @@ def _points(camp: Campaign) -> list[Any]:
     return camp.model.points(cfg.points, n=cfg.sampled_points, rng=_rng(cfg.seed, 2))
 
 
+BEFORE_CRASH = "before any crash (building the campaign: the workload, its crash-free run)"
+
+
+def _build(cfg: FuzzConfig, runtime: RuntimeArg | None, workload: WorkloadArg | None,
+           machine: MachineConfig | None) -> tuple[Campaign, list[Any]]:
+    """The campaign and its crash points; user code failing meanwhile is a UserCodeError."""
+    try:
+        camp = Campaign(cfg, runtime, workload, machine)
+        return camp, _points(camp)
+    except BaseException as e:
+        _reraise(e, BEFORE_CRASH)
+
+
 def _campaign(job: _Job) -> tuple[Campaign, list[Any]]:
     """This worker thread's campaign for ``job`` and its crash points, built once per call."""
     got = getattr(_LOCAL, "campaign", None)
     if got is None or got[0] != job.token:
         _LOCAL.campaign = None  # let the previous call's campaign go before building this one
-        camp = Campaign(job.cfg, job.runtime, job.workload, job.machine)
-        got = _LOCAL.campaign = (job.token, camp, _points(camp))
+        got = _LOCAL.campaign = (job.token, *_build(job.cfg, job.runtime, job.workload,
+                                                    job.machine))
     return got[1], got[2]
 
 
@@ -1357,14 +1467,24 @@ def _plan(job: _Job) -> Report:
 
 
 def _header(camp: Campaign, points: Sequence[Any]) -> Report:
-    return Report(camp.cfg, camp.rt_name, camp.session.workload.name, len(camp.trace),
-                  len(camp.history.commit_order), points_planned=len(points))
+    """The empty report of ``camp``, holding the finding of its crash-free run if it has one
+    (no crash point is then checked: the reference the images are judged by is wrong)."""
+    failure = camp.crash_free_failure
+    rep = Report(camp.cfg, camp.rt_name, camp.session.workload.name, len(camp.trace),
+                 len(camp.history.commit_order), points_planned=0 if failure else len(points))
+    if failure is not None:
+        rep.add(failure)
+    return rep
 
 
 def _run_unit(job: _Job, unit: _Unit) -> _Done:
-    """Run ``unit`` in this worker (a process or a thread of an executor)."""
+    """Run ``unit`` in this worker (a process or a thread of an executor). User code failing
+    is a UserCodeError here, where its traceback is still at hand."""
     camp, points = _campaign(job)
-    return _do_unit(camp, points, unit)
+    try:
+        return _do_unit(camp, points, unit)
+    except BaseException as e:
+        _reraise(e, "checking crash images")
 
 
 def _do_unit(camp: Campaign, points: Sequence[Any], unit: _Unit) -> _Done:
@@ -1380,6 +1500,7 @@ def _do_unit(camp: Campaign, points: Sequence[Any], unit: _Unit) -> _Done:
     if unit.kind == "chunk":
         chosen: set[tuple[int, int]] = set()
         for pos in range(unit.lo, unit.hi):
+            raise_pending()
             got = camp.check_point(points[pos], rep, collect=len(chosen) < cfg.idempotence)
             if got is not None and got[0] not in chosen:
                 chosen.add(got[0])
@@ -1519,6 +1640,13 @@ def fuzz(cfg: FuzzConfig | None = None, *, runtime: RuntimeArg | None = None,
     if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
         raise ConfigError(f"fuzz(shards={shards!r}): the number of units run at once must be an "
                           "integer >= 1")
+    with catching():  # a KeyboardInterrupt raised by user code is told from a real Ctrl-C
+        return _fuzz(cfg, runtime, workload, machine, executor, shards, progress)
+
+
+def _fuzz(cfg: FuzzConfig, runtime: RuntimeArg | None, workload: WorkloadArg | None,
+          machine: MachineConfig | None, executor: Executor | None, shards: int,
+          progress: Callable[[int, int], None] | None) -> Report:
     t0 = time.perf_counter()
     job = _Job(cfg, runtime, workload, machine, (os.getpid(), next(_CALLS)))
     pool = executor if executor is not None and shards > 1 else None
@@ -1528,18 +1656,24 @@ def fuzz(cfg: FuzzConfig | None = None, *, runtime: RuntimeArg | None = None,
     stop = None
     try:
         if pool is None:
-            camp = Campaign(cfg, runtime, workload, machine)
-            points = _points(camp)
+            camp, points = _build(cfg, runtime, workload, machine)
             header = _header(camp, points)
         else:
             header = pool.submit(_plan, job).result()
+        if header.failure_count:  # found before any crash
+            header.seconds = time.perf_counter() - t0
+            return header
         sched = _Schedule(header, deep_first=pool is not None and not cfg.stop_at_first)
         while stop is None:
             if pool is None:
                 unit = sched.pop()
                 if unit is None:
                     break
-                sched.finish(unit, _do_unit(camp, points, unit))
+                try:
+                    done = _do_unit(camp, points, unit)
+                except BaseException as e:
+                    _reraise(e, "checking crash images")
+                sched.finish(unit, done)
             else:
                 while len(running) < 2 * shards and (unit := sched.pop()) is not None:
                     running[pool.submit(_run_unit, job, unit)] = unit

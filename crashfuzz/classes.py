@@ -33,6 +33,8 @@ from collections.abc import Callable, Collection, Iterator
 
 import numpy as np
 
+from pmsim.interrupts import raise_pending
+
 from .model import ATOMS_PER_LINE
 from .states import State, StateSpace
 
@@ -114,6 +116,7 @@ class ReadClasses:
         stack = [root]
         boxes = 0
         while stack:
+            raise_pending()  # a walk can be long: a stop request is honoured per box
             if self.classes >= self.limit or boxes >= 8 * self.limit + 64:
                 return
             if self.probe and self.classes == self.probe and not edges \

@@ -25,6 +25,7 @@ from pmsim.cli import closed_pipe, int_in, positive_int
 from pmsim.errors import PmsimError
 from pmsim.interrupts import catching, raise_pending, stopped_by_sigterm
 from pmsim.options import MAX_JOBS, check_output_dir, check_output_file, jobs_arg
+from pmsim.usercode import user_error
 
 MAX_SAMPLES = 1_000_000
 """Most samples at a crash point (they are drawn and held at once)."""
@@ -79,8 +80,14 @@ def _worker_init() -> None:
 
 def _stop_pool(ex: ProcessPoolExecutor) -> None:
     """Cancel what has not started and terminate the workers, busy or idle: no orphans, and no
-    waiting for work whose result is no longer wanted."""
+    waiting for work whose result is no longer wanted. The pool's call queue is read by no one
+    once its workers are gone, so its feeder thread (blocked on a full pipe) is not waited for,
+    and the pool's manager thread, which would wait for it, ends."""
     procs = list((getattr(ex, "_processes", None) or {}).values())
+    calls = getattr(ex, "_call_queue", None)
+    if calls is not None:
+        calls.cancel_join_thread()
+    manager = getattr(ex, "_executor_manager_thread", None)
     ex.shutdown(wait=False, cancel_futures=True)
     for p in procs:
         if p.is_alive():
@@ -90,6 +97,8 @@ def _stop_pool(ex: ProcessPoolExecutor) -> None:
         if p.is_alive():
             p.kill()
             p.join()
+    if manager is not None:
+        manager.join(10)
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -400,6 +409,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as e:
         print("crashfuzz: interrupted", file=sys.stderr)
         return _exit_code(e)
+    except (Exception, SystemExit) as e:  # user code that raised or exited, named
+        err = user_error(e)
+        if err is None:
+            raise
+        print(f"crashfuzz: error: {err}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 
 A finding is saved as ``<dir>/<runtime>-<hash>.json`` (the campaign config, the crash point,
 what went wrong) plus ``.npy`` (the crash image). ``replay(path)`` redoes the deterministic
-crash-free run, loads the image, recovers and re-checks it: a runnable reproducer.
+crash-free run, loads the image, recovers and re-checks it: a runnable reproducer. A finding
+of kind ``crash-free`` (wrong before any crash) holds the image the run ended with, and its
+replay checks the crash-free run again.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from pmsim.errors import ConfigError, PmsimError
+from pmsim.usercode import user_error
 
 from .campaign import Campaign, Failure, FuzzConfig, Report
 from .model import image_hash
@@ -28,7 +31,10 @@ def format_failure(f: Failure, cfg: FuzzConfig, path: str | None = None) -> str:
     (``path``), or a line of Python that re-runs the campaign, with every non-default
     FuzzConfig field and user classes as import paths (``f.config``); where the campaign ran
     code FuzzConfig cannot name (a class from ``__main__``), it says so."""
-    lines = [
+    lines = [f"FAILURE [{f.kind}] {f.message}",
+             "  found before any crash, in the crash-free run or its clean restart: no crash "
+             "point was checked, since the data the crash images are judged by are wrong",
+             f"  last event of the run: {f.event}"] if f.kind == "crash-free" else [
         f"FAILURE [{f.kind}] {f.message}",
         *([f"  depth {f.depth}: {f.origin}; then crashed that run"] if f.depth > 1 else []),
         f"  crash point: after event {f.point - 1} (points ({f.since}, {f.point}], {f.reason}), "
@@ -227,12 +233,19 @@ def replay(path: str | Path, runtime: Any = None, workload: Any = None,
         camp = Campaign(cfg, runtime, workload)
     except PmsimError as e:
         raise ConfigError(f"{path}: cannot rebuild its campaign: {e}") from None
+    except BaseException as e:
+        err = user_error(e, f"rebuilding the campaign of {path}")
+        if err is None:
+            raise
+        raise err from e
     if img.shape != camp.trace.base.shape:
         raise ConfigError(f"{path}: image has {img.size} bytes but this build's PM layout has "
                           f"{camp.trace.base.size}; the finding is from another version")
     rep = Report(cfg, camp.rt_name, camp.session.workload.name)
     h = (0, 0)
-    if doc["depth"] > 1:
+    if doc.get("kind") == "crash-free":
+        failure = camp.crash_free_failure
+    elif doc["depth"] > 1:
         stage = camp.stage_for(doc["lineage"])
         point = _point(stage.model, doc, path)
         failure = camp.check_deep_image(stage, point, image_hash(img), img, rep)

@@ -12,6 +12,11 @@ corrupt pointer can make a loop run forever. :class:`Watchdog` bounds it two way
   (a loop over ``Machine.peek``): :attr:`Watchdog.seconds` of process CPU time, counted in
   timer ticks (to within one tick).
 
+Code that is not a recovery but may loop forever too (the crash-free run, whose length the
+user chooses, and the check of its data) runs under :func:`bounded`: a CPU-time bound that a
+``progress`` count (transactions finished) resets, so a long run that progresses never
+overruns it, and one stuck in a loop does within the bound.
+
 While guarded code runs in the main thread, a CPU-time interval timer (``SIGVTALRM``, every
 :data:`TICK` CPU seconds) checks both and raises :class:`Hang` into it. The timer is armed on
 first use, only counts ticks outside guarded code, and is stopped when the last watchdog is
@@ -28,6 +33,8 @@ import signal
 import threading
 import time
 import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 OPS = ("loads", "stores", "ntstores", "rmws", "clflush", "clflushopt", "clwb", "sfence", "mfence",
@@ -51,6 +58,7 @@ _current: tuple[Watchdog, Any, int] | None = None
 _ticks = 0  # timer ticks so far: CPU time in TICKs
 _live = 0  # watchdogs not yet collected
 _armed = False  # whether this process's timer runs (a forked child inherits none)
+_bound: _Bound | None = None
 
 
 class Hang(BaseException):
@@ -105,11 +113,52 @@ class Watchdog:
         _current = None
 
 
+class _Bound:
+    """One :func:`bounded` block: ``seconds`` of CPU since ``progress()`` last changed."""
+
+    def __init__(self, seconds: float, progress: Callable[[], int] | None, detail: str) -> None:
+        self.seconds = seconds
+        self.progress = progress
+        self.detail = detail
+        self.start = _ticks
+        self.seen = progress() if progress else 0
+
+    def check(self) -> None:
+        now = self.progress() if self.progress else 0
+        if now != self.seen:
+            self.seen, self.start = now, _ticks
+        elif (_ticks - self.start) * TICK > self.seconds:
+            raise Hang(self.detail)
+
+
+@contextmanager
+def bounded(seconds: float, progress: Callable[[], int] | None = None,
+            detail: str = "") -> Iterator[None]:
+    """Raise :class:`Hang` into the block (main thread only, where the timer works) once it
+    has run ``seconds`` of CPU time without ``progress()`` changing (without ``progress``: in
+    all). ``detail`` is the Hang's text (default: "within N s of CPU time"). Recoveries
+    guarded by a :class:`Watchdog` inside the block answer to their own budget."""
+    global _bound
+    if threading.current_thread() is not threading.main_thread() or not (_armed or _arm()):
+        yield
+        return
+    outer = _bound
+    _bound = _Bound(seconds, progress, detail or f"within {seconds:g} s of CPU time")
+    try:
+        yield
+    finally:
+        _bound = outer
+        if not _live and outer is None:
+            _disarm()
+
+
 def _on_tick(signum: int, frame: Any) -> None:
     global _ticks
     _ticks += 1
     cur = _current
     if cur is None:
+        if _bound is not None:
+            _bound.check()
         return
     wd, machine, t0 = cur
     if ops(machine) > wd.max_ops:
@@ -137,9 +186,15 @@ def _arm() -> bool:
 
 def _release() -> None:
     """A watchdog was collected: stop the timer once none is left."""
-    global _live, _armed
+    global _live
     _live -= 1
-    if _live or not _armed:
+    if not _live and _bound is None:
+        _disarm()
+
+
+def _disarm() -> None:
+    global _armed
+    if not _armed:
         return
     try:
         signal.setitimer(signal.ITIMER_VIRTUAL, 0)
@@ -149,12 +204,12 @@ def _release() -> None:
 
 
 def _forked() -> None:
-    global _armed, _current
-    _armed, _current = False, None
+    global _armed, _current, _bound
+    _armed, _current, _bound = False, None, None
 
 
 os.register_at_fork(after_in_child=_forked)
 
 
 __all__ = ["Hang", "MIN_OPS", "NS_PER_OP", "OPS", "OPS_FACTOR", "SECONDS", "TICK", "Watchdog",
-           "ops"]
+           "bounded", "ops"]

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 from .config import MachineConfig, describe
 from .errors import PmsimError
+from .interrupts import catching
 from .presets import PRESETS, preset
 
 
@@ -202,7 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _, _, run = COMMANDS[args.command]
     try:
-        rc = int(run(args))  # type: ignore[operator]
+        with catching():  # a Ctrl-C is recorded: told apart from user code raising one
+            rc = int(run(args))  # type: ignore[operator]
         sys.stdout.flush()
         return rc
     except PmsimError as e:
@@ -213,6 +215,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # output piped into e.g. `head`
         return closed_pipe()
+    except (Exception, SystemExit) as e:  # user code that raised or exited, named
+        from .usercode import user_error
+
+        err = user_error(e)
+        if err is None:
+            raise
+        print(f"pmsim: error: {err}", file=sys.stderr)
+        return 2
 
 
 def closed_pipe() -> int:

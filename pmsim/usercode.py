@@ -11,6 +11,11 @@ Registered names win: ``undo:U1`` is the registered mutant, never module ``undo`
 direction, :func:`import_path`, finds the string that loads a class back (for reproducers and
 saved findings), or says why there is none (a class defined in ``__main__``, in a function,
 or built at run time).
+
+User code that fails outside crash recovery (raises, calls ``sys.exit``, raises
+KeyboardInterrupt itself) becomes a :class:`UserCodeError` naming the user's own frame
+(:func:`user_error`): the innermost frame of a file outside pmsim, crashfuzz and the installed
+packages that pmsim called into.
 """
 
 from __future__ import annotations
@@ -18,16 +23,20 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import linecache
+import os
 import re
 import sys
+import sysconfig
 import traceback
 import weakref
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
-from .errors import ConfigError, UnknownNameError, unknown
+from . import interrupts
+from .errors import ConfigError, PmsimError, UnknownNameError, unknown
 
 MODULE_PREFIX = "pmsim_user_"
 """Prefix of the module names user files are loaded under."""
@@ -194,6 +203,132 @@ def display_name(obj: Any) -> str:
     return path or getattr(cls, "name", "") or cls.__name__
 
 
-__all__ = ["MODULE_PREFIX", "candidates", "display_name", "import_path", "is_file_path",
+class UserCodeError(PmsimError):
+    """User code (a workload, its model, a runtime) raised, exited or hung where no crash is
+    involved: a bug in that code. The message names the method, file and line."""
+
+
+def _system_dirs() -> tuple[str, ...]:
+    """Directories whose files are not user code: pmsim, crashfuzz, the standard library and
+    installed packages."""
+    here = Path(__file__).resolve().parent
+    dirs = {str(here), str(here.parent / "crashfuzz")}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        try:
+            dirs.add(str(Path(sysconfig.get_path(key)).resolve()))
+        except (KeyError, OSError, TypeError):
+            continue
+    return tuple(sorted(dirs))
+
+
+_SYSTEM = _system_dirs()
+
+
+def is_user_file(filename: str) -> bool:
+    """Whether code in ``filename`` is user code (not pmsim's, crashfuzz's or a package's)."""
+    if not filename or filename.startswith("<"):
+        return False
+    real = os.path.realpath(filename)
+    return not any(real == d or real.startswith(d + os.sep) for d in _SYSTEM)
+
+
+def _chain(e: BaseException) -> list[BaseException]:
+    """``e`` and its causes, outermost first (SimPy re-raises a process's exception as a copy
+    whose ``__cause__`` is the original)."""
+    out: list[BaseException] = []
+    seen: BaseException | None = e
+    while seen is not None and seen not in out:
+        out.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    return out
+
+
+def user_frame(e: BaseException) -> tuple[str, int, str, str] | None:
+    """``(file, line, function, source line)`` of the innermost user-code frame pmsim called
+    into when ``e`` was raised (its cause chain included); None if user code did not raise it."""
+    for exc in reversed(_chain(e)):
+        frames = list(traceback.walk_tb(exc.__traceback__))
+        called = False
+        found = None
+        for frame, line in frames:
+            name = frame.f_code.co_filename
+            if is_user_file(name):
+                if called:
+                    found = (name, line, frame.f_code.co_qualname,
+                             linecache.getline(name, line).strip())
+            else:
+                called = True
+        if found is not None:
+            return found
+    return None
+
+
+def _shown(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def user_raised(e: BaseException) -> bool:
+    """Whether ``e`` is a failure of user code to report rather than to pass on: any Exception,
+    a SystemExit, or a KeyboardInterrupt that is not a recorded stop request (see
+    :mod:`pmsim.interrupts`); never a PmsimError (already a clear message) or GeneratorExit."""
+    if isinstance(e, PmsimError | GeneratorExit):
+        return False
+    if isinstance(e, KeyboardInterrupt):
+        return interrupts.active() and not interrupts.requested()
+    return isinstance(e, Exception | SystemExit)
+
+
+def describe_failure(e: BaseException) -> tuple[str, str]:
+    """What user code did and what to do about it, e.g. ``("raised ValueError: boom", "fix
+    that code")`` or ``("called sys.exit(0)", "... raise an exception instead")``."""
+    if isinstance(e, SystemExit):
+        return (f"called sys.exit({e.code!r})", "exiting would end the run as if it had "
+                "finished; raise an exception instead")
+    if isinstance(e, KeyboardInterrupt):
+        return ("raised KeyboardInterrupt itself (no Ctrl-C was pressed)",
+                "raise another exception instead")
+    text = str(e)
+    return f"raised {type(e).__name__}" + (f": {text}" if text else ""), "fix that code"
+
+
+def where(e: BaseException) -> str:
+    """`` in Class.method (file, line N: source)`` for the user frame of ``e``, or ''."""
+    found = user_frame(e)
+    if found is None:
+        return ""
+    name, line, func, src = found
+    return f" in {func} ({_shown(name)}, line {line}" + (f": {src}" if src else "") + ")"
+
+
+def user_error(e: BaseException, context: str = "") -> UserCodeError | None:
+    """A :class:`UserCodeError` for ``e`` if user code raised it (see :func:`user_raised` and
+    :func:`user_frame`), with ``context`` (e.g. "in thread 0's transaction 3") appended; else
+    None."""
+    if isinstance(e, UserCodeError):
+        return e
+    if not user_raised(e):
+        return None
+    found = where(e)
+    if not found:
+        return None
+    what, advice = describe_failure(e)
+    return UserCodeError(f"user code {what}{found}" + (f", {context}" if context else "")
+                         + f"; {advice}")
+
+
+def reraise(e: BaseException, context: str = "") -> NoReturn:
+    """Raise ``e``, as a :class:`UserCodeError` (caused by it) if user code failed."""
+    err = user_error(e, context)
+    if err is None or err is e:
+        raise e
+    raise err from e
+
+
+__all__ = ["MODULE_PREFIX", "UserCodeError", "reraise", "describe_failure", "is_user_file", "user_error",
+           "user_frame", "user_raised", "where", "candidates", "display_name", "import_path", "is_file_path",
            "is_import_path", "load_attr", "load_file", "load_module", "module_name_for",
            "remember"]

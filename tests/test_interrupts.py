@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pmsim.interrupts import Terminated, catching, raise_pending, stopped_by_sigterm
+from pmsim.interrupts import Terminated, active, catching, raise_pending, requested, stopped_by_sigterm
 
 
 class _SignalsInDel:
@@ -82,3 +82,29 @@ def test_handlers_are_restored_and_an_ignored_sigint_stays_ignored() -> None:
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, old)
+
+
+def test_a_second_signal_is_recorded_not_raised() -> None:
+    """Ctrl-C twice: the second must not interrupt the saving of what the first stopped."""
+    with catching():
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(10**6):  # the handler runs at a bytecode boundary
+                pass
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(10**5):
+            pass  # no exception here
+        assert requested()
+        with pytest.raises(KeyboardInterrupt):
+            raise_pending()
+    assert not requested()
+
+
+def test_a_keyboard_interrupt_raised_by_user_code_is_told_apart() -> None:
+    assert not active()
+    with catching():
+        assert active() and not requested()
+        with catching():  # nested blocks share the record
+            assert active()
+        assert active()
+    assert not active()

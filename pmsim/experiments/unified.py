@@ -87,6 +87,7 @@ class Unified:
         lists the known names)."""
         from ..presets import PRESETS
         from ..runtimes.registry import MUTANTS, RUNTIMES, get_runtime, is_fuzz_variant
+        from ..usercode import is_import_path
         from ..workloads.base import WORKLOADS as KNOWN
         from ..workloads.base import get_workload
 
@@ -95,13 +96,13 @@ class Unified:
         families = list(dict.fromkeys(["undo", "redo", "cow", *(n.split("-")[0] for n in names)]))
         protocols = sorted(names, key=lambda n: (families.index(n.split("-")[0]), n != n.split("-")[0],
                                                  names.index(n)))
-        for r in self.runtimes:
-            if r not in protocols:
+        for r in self.runtimes:  # a user's runtime by path ('file.py:Class') as everywhere
+            if r not in protocols and not (is_import_path(r) and get_runtime(r)):
                 raise unknown("runtime", r, protocols)
         protocols = [r for r in protocols if not is_fuzz_variant(r)]
         get_workload("array")
         for w in self.workloads:
-            if w not in KNOWN:
+            if w not in KNOWN and not (is_import_path(w) and get_workload(w)):
                 raise unknown("workload", w, KNOWN)
         if self.machine not in MACHINES and self.machine not in PRESETS:
             raise unknown("machine", self.machine, [*MACHINES, *PRESETS])

@@ -24,7 +24,7 @@ a workload implements is documented in docs/workloads.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Hashable, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Generator, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, get_type_hints
 
@@ -33,7 +33,15 @@ import numpy as np
 from ..errors import ConfigError, PmsimError, unknown
 from ..runtimes.base import Runtime
 from ..runtimes.layout import PMSpec
-from ..usercode import candidates, import_path, is_file_path, is_import_path, load_attr
+from ..usercode import (
+    UserCodeError,
+    candidates,
+    import_path,
+    is_file_path,
+    is_import_path,
+    load_attr,
+    reraise,
+)
 
 MASK64 = (1 << 64) - 1
 
@@ -178,7 +186,29 @@ class Workload:
             tx.lock_table = table
             self.record(tx, op)
 
-        yield from rt.run(cpu, lambda tx: self.body(tx, op), locks, on_begin)
+        yield from rt.run(cpu, lambda tx: self._run_body(tx, op), locks, on_begin)
+
+    def _run_body(self, tx: Any, op: Any) -> Generator[Any, Any, bool | None] | bool | None:
+        """``body(tx, op)``, refused unless it is a generator (a body with ``yield``) or a plain
+        function returning True, False or None: anything else (a coroutine of an ``async def``
+        body, a list, an iterator) would commit without running what the body meant."""
+        res = self.body(tx, op)
+        if res is None or isinstance(res, bool | Generator):
+            return res
+        if isinstance(res, np.bool_):
+            return bool(res)  # `res is False` must hold for numpy's False too
+        what = f"a {type(res).__name__}"
+        close = getattr(res, "close", None)
+        if isinstance(res, Coroutine):
+            what = "a coroutine (it is defined with `async def`)"
+            res.close()  # never run: no "was never awaited" warning
+        elif callable(close) and isinstance(res, Iterator):
+            close()
+        raise UserCodeError(
+            f"{type(self).__name__}.body returned {what}, not a transaction's outcome: a body "
+            "is a generator function (`def body(self, tx, op):` with `yield from tx.pause()` "
+            "inside, returning False to abort) or a plain function returning True or None to "
+            "commit and False to abort (see docs/workloads.md, Transactions and handles)")
 
     def model(self) -> Model:
         """A fresh reference model in the initial state."""
@@ -205,11 +235,17 @@ class Workload:
         """Run ``ntx`` transactions of thread ``tid`` (a SimPy process body)."""
         rng = self.rng(tid)
         work = rt.m.config.costs.tx_work_ns
-        for _ in range(ntx):
-            op = self.next_op(tid, rng)
+        for i in range(ntx):
+            try:
+                op = self.next_op(tid, rng)
+            except BaseException as e:
+                reraise(e, f"drawing thread {tid}'s transaction {i + 1} of {ntx}")
             if work:
                 cpu.work(work)
-            yield from self.transaction(cpu, rt, op)
+            try:
+                yield from self.transaction(cpu, rt, op)
+            except BaseException as e:
+                reraise(e, f"in thread {tid}'s transaction {i + 1} of {ntx} (op {_brief(op)})")
             yield from cpu.maybe_yield()
 
     def expected(self, txids: Iterable[int]) -> Hashable:
@@ -234,6 +270,11 @@ class Workload:
     def held(self, *indices: int) -> list[Any]:
         """The locks with these indices, deduplicated, in a global order (no deadlock)."""
         return [self.locks[i] for i in sorted(set(indices))] if self.threads > 1 else []
+
+
+def _brief(op: Any, limit: int = 80) -> str:
+    text = repr(op)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 WORKLOADS: dict[str, type[Workload]] = {}

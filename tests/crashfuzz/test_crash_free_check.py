@@ -1,15 +1,18 @@
-"""A workload or model bug shows without any crash: WorkloadModelMismatch, not a finding."""
+"""A bug that shows without any crash (the crash-free run disagrees with the model, or a clean
+restart does) is a finding of kind ``crash-free``: exit 1, saved and replayable like any other."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Hashable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from crashfuzz import FuzzConfig, fuzz
+from crashfuzz import FuzzConfig, fuzz, replay
+from crashfuzz.campaign import Report
 from crashfuzz.cli import main
-from pmsim.errors import PmsimError, WorkloadModelMismatch
 from pmsim.runtimes import Mutant, drop
 from pmsim.workloads.array import Array, ArrayModel
 from pmsim.workloads.kv import KV
@@ -49,11 +52,17 @@ class Leaky(KV):
         return []
 
 
+def crash_free(rep: Report) -> str:
+    """The message of the campaign's one finding, which must be of kind crash-free."""
+    assert not rep.ok and rep.failure_count == 1 and rep.points == 0, rep.summary()
+    f = rep.failures[0]
+    assert f.kind == "crash-free" and f.summary().startswith("[crash-free] before any crash: ")
+    return f.message
+
+
 @pytest.mark.parametrize("runtime", ["undo", "redo:R2", "cow-eadr"])
-def test_a_wrong_model_is_a_workload_model_mismatch(runtime: str) -> None:
-    with pytest.raises(WorkloadModelMismatch) as e:
-        fuzz(CFG, runtime=runtime, workload=WrongModel)
-    msg = str(e.value)
+def test_a_wrong_model_is_a_crash_free_finding(runtime: str) -> None:
+    msg = crash_free(fuzz(CFG, runtime=runtime, workload=WrongModel))
     assert msg.startswith("the workload's data after a crash-free run disagrees with its model: "
                           "got ((") and ", expected ((" in msg and msg.endswith(TAIL)
 
@@ -63,9 +72,10 @@ def test_a_wrong_model_is_a_workload_model_mismatch(runtime: str) -> None:
     (RaisingReader, "reading the workload's data after a crash-free run raised ValueError: bad"),
     (Leaky, "invariants fail: block 0x.* unreachable.*live_objects"),
 ])
-def test_reader_and_live_object_bugs_are_mismatches(workload: type, match: str) -> None:
-    with pytest.raises(WorkloadModelMismatch, match=match):
-        fuzz(CFG, runtime="redo", workload=workload)
+def test_reader_and_live_object_bugs_are_crash_free_findings(workload: type, match: str) -> None:
+    import re
+
+    assert re.search(match, crash_free(fuzz(CFG, runtime="redo", workload=workload)))
 
 
 def test_a_runtime_wrong_without_a_crash_is_still_a_finding() -> None:
@@ -75,9 +85,22 @@ def test_a_runtime_wrong_without_a_crash_is_still_a_finding() -> None:
     assert not rep.ok and rep.failures[0].kind in ("data", "new-tx")
 
 
-def test_the_cli_exits_2_on_a_mismatch(capsys: pytest.CaptureFixture[str]) -> None:
-    assert issubclass(WorkloadModelMismatch, PmsimError)
+def test_the_cli_exits_1_saves_and_replays_it(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
     path = f"{__file__}:WrongModel"
-    assert main(["run", "--workload", path, "--txs", "3", "--findings", ""]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("crashfuzz: error: the workload's data after a crash-free run") and TAIL in err
+    found = tmp_path / "found"
+    argv = ["run", "--workload", path, "--txs", "3", "--findings", str(found), "--json",
+            str(tmp_path / "r.json")]
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    assert not err and "1 FAILURES" in out and "FAILURE [crash-free] the workload's data" in out
+    assert "found before any crash" in out and TAIL in out
+    saved = sorted(found.glob("*.json"))
+    assert len(saved) == 1 and json.loads(saved[0].read_text())["kind"] == "crash-free"
+    assert json.loads((tmp_path / "r.json").read_text())["failure_count"] == 1
+    again = replay(saved[0], verbose=False)
+    assert again is not None and again.kind == "crash-free" and TAIL in again.message
+    assert main(["replay", str(saved[0])]) == 1
+    assert "still fails: [crash-free] before any crash" in capsys.readouterr().out
+    assert main(["run", *argv[1:-2], "--jobs", "2"]) == 1  # replayed first, found again
+    assert "replayed 1 saved findings: 1 still fail" in capsys.readouterr().out

@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import re
+import select
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +25,31 @@ from crashfuzz.campaign import CHUNK_POINTS, Interrupted
 
 # undo:U1 fails in the first chunk of crash points (about 1 s of CPU); all of it takes minutes
 LONG = ["run", "--runtime", "undo:U1", "--txs", "200", "--budget", "100000", "--no-replay"]
+
+SLOW = '''
+import time
+from pathlib import Path
+
+from pmsim.workloads.array import Array
+
+
+class SlowArray(Array):
+    """Array whose data reader, once the file 'slow' beside this one exists, says so (the file
+    'inside') and waits for a signal, which it swallows, as user code with `except
+    BaseException` may: a unit of crash points then never ends, so only a stop request checked
+    within it can end the campaign."""
+
+    def read_data(self, rt):
+        here = Path(__file__)
+        if here.with_name("slow").exists():
+            here.with_name("inside").touch()
+            while True:
+                try:
+                    time.sleep(0.2)
+                except BaseException:
+                    break
+        return super().read_data(rt)
+'''
 
 
 def _stat(pid: int) -> list[str] | None:
@@ -41,40 +71,71 @@ def _related(pid: int) -> list[int]:
     return out
 
 
-def _cpu(pid: int) -> float:
-    st = _stat(pid)
-    return 0.0 if st is None else (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _interrupt(tmp: Path, jobs: int, sig: signal.Signals, group: bool) -> tuple[int, str, str]:
-    """Start the long campaign, signal it once the first chunk must have finished (judged by
-    CPU time, not wall time: the machine may be busy), and return (exit code, out, err)."""
-    p = subprocess.Popen([sys.executable, "-m", "crashfuzz", *LONG, "--jobs", str(jobs),
-                          "--findings", str(tmp / "findings"), "--json", str(tmp / "r.json")],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and p.poll() is None:
-            time.sleep(0.1)
-            workers = _related(p.pid)
-            if jobs == 1 and _cpu(p.pid) > 2.5:
-                break
-            if jobs > 1 and len(workers) >= jobs and min(map(_cpu, workers)) > 1.6:
-                break
+def _read_until(fd: int, seen: list[bytes], done: Callable[[str], bool], p: Any) -> None:
+    """Read the terminal ``fd`` into ``seen`` until ``done(text so far)`` or the process ends."""
+    while not done(b"".join(seen).decode(errors="replace")):
         assert p.poll() is None, "the campaign ended before it was interrupted"
-        assert len(_related(p.pid)) >= (jobs if jobs > 1 else 0)
+        ready, _, _ = select.select([fd], [], [], 1.0)
+        if ready:
+            try:
+                seen.append(os.read(fd, 65536))
+            except OSError:
+                return
+
+
+def _units_done(text: str) -> int:
+    """Units finished according to the last progress line (``... 3/75 ...``)."""
+    found = re.findall(r"(\d+)/(\d+)", text)
+    return int(found[-1][0]) if found else 0
+
+
+def _interrupt(tmp: Path, jobs: int, sig: signal.Signals, group: bool,
+               twice: bool = False) -> tuple[int, str, str]:
+    """Start the long campaign with its progress on a terminal; once a unit has finished (so
+    findings exist), make the data reader wait for a signal and swallow it, and once it waits
+    (the campaign is inside a unit that can never end) send ``sig`` (``twice``: again 50 ms
+    later); return (exit code, out, err). No step depends on the machine's speed: each waits for what the
+    campaign printed, and only a hang meets the generous bound."""
+    (tmp / "slow.py").write_text(SLOW)
+    leader, term = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "crashfuzz", *LONG, "--jobs", str(jobs),
+                          "--workload", f"{tmp / 'slow.py'}:SlowArray",
+                          "--findings", str(tmp / "findings"), "--json", str(tmp / "r.json")],
+                         stdout=subprocess.PIPE, stderr=term, text=True,
+                         start_new_session=True)
+    os.close(term)
+    seen: list[bytes] = []
+    try:
+        _read_until(leader, seen, lambda text: _units_done(text) >= 1, p)
+        (tmp / "slow").touch()
+        while not (tmp / "inside").exists():
+            assert p.poll() is None, "the campaign ended before it was interrupted"
+            time.sleep(0.1)
+        if jobs > 1:
+            assert len(_related(p.pid)) >= jobs
         (os.killpg if group else os.kill)(p.pid, sig)
-        out, err = p.communicate(timeout=120)  # a bound for hangs; a busy machine is slow
+        if twice:
+            time.sleep(0.05)
+            (os.killpg if group else os.kill)(p.pid, sig)
+        out, _ = p.communicate(timeout=600)  # a bound for hangs only: a busy machine is slow
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
+        while select.select([leader], [], [], 0)[0]:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen.append(chunk)
+        os.close(leader)
     leftover = _related(p.pid)
     for pid in leftover:
         os.kill(pid, signal.SIGKILL)
     assert not leftover, f"processes of the interrupted run remain: {leftover}"
-    return p.returncode, out, err
+    return p.returncode, out, b"".join(seen).decode(errors="replace")
 
 
 def _assert_partial_and_saved(tmp: Path, out: str, err: str) -> None:
@@ -103,6 +164,14 @@ def test_sigterm_stops_the_workers_and_keeps_the_findings(tmp_path: Path) -> Non
 def test_ctrl_c_to_the_whole_process_group(tmp_path: Path) -> None:
     """A terminal's Ctrl-C reaches the workers too: they leave it to the parent."""
     rc, out, err = _interrupt(tmp_path, 2, signal.SIGINT, group=True)
+    assert rc == 130, err
+    _assert_partial_and_saved(tmp_path, out, err)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_ctrl_c_twice_keeps_everything(tmp_path: Path, jobs: int) -> None:
+    """A second Ctrl-C 50 ms after the first does not undo the first one's saving."""
+    rc, out, err = _interrupt(tmp_path, jobs, signal.SIGINT, group=True, twice=True)
     assert rc == 130, err
     _assert_partial_and_saved(tmp_path, out, err)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -78,12 +79,23 @@ def rt(how: str) -> type[UndoRuntime]:
 
 
 def test_an_exception_in_recovery_is_a_crash_finding() -> None:
-    assert failure(fuzz(CFG, runtime=rt("raise"))) == "recovery raised RuntimeError: boom"
+    """The finding names the user's own frame that raised."""
+    msg = failure(fuzz(CFG, runtime=rt("raise")))
+    assert msg.startswith("recovery raised RuntimeError: boom in BrokenRecovery._recover (")
+    assert msg.endswith(f"test_recovery_budget.py, line {_line('boom')}: raise RuntimeError"
+                        "(\"boom\"))")
 
 
 def test_an_exception_in_the_data_reader_is_a_crash_finding() -> None:
     rep = fuzz(CFG, runtime="undo:U1", workload=TornArrayReader)
-    assert failure(rep) == "reading the recovered data raised KeyError: 'torn slot'"
+    assert failure(rep).startswith("reading the recovered data raised KeyError: 'torn slot' in "
+                                   "TornArrayReader.read_data (")
+
+
+def _line(text: str) -> int:
+    """The line of this file that raises ``text``."""
+    lines = Path(__file__).read_text().splitlines()
+    return next(i for i, ln in enumerate(lines, 1) if f'raise RuntimeError("{text}")' in ln)
 
 
 @pytest.mark.usefixtures("small_budget")

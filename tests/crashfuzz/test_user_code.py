@@ -94,3 +94,18 @@ def test_a_syntax_error_exits_2(user: Path, capsys: pytest.CaptureFixture[str]) 
     (user / "bad.py").write_text("class Broken(\n")
     assert main(["run", "--workload", "bad.py:Broken", "--findings", ""]) == 2
     assert "bad.py: syntax error at line 1" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("user")
+def test_pmsim_compare_by_path(capsys: pytest.CaptureFixture[str]) -> None:
+    """compare takes user runtimes and workloads by path like every other command."""
+    assert pmsim_main(["compare", "--runtimes", "undo", "user.py:FileUndo", "--workloads",
+                       "user.py:FileKV", "--domains", "pdom1", "--txs", "20", "--kills", "off",
+                       "--jobs", "1"]) == 0
+    rows = [ln.split() for ln in capsys.readouterr().out.splitlines()]
+    got = {(r[0], r[1], r[2]) for r in rows if len(r) > 3}
+    assert {("undo", "user.py:FileKV", "pdom1"), ("user.py:FileUndo", "user.py:FileKV",
+                                                  "pdom1")} <= got
+    assert all("clean" in " ".join(r) for r in rows if r and r[1] == "user.py:FileKV")
+    assert pmsim_main(["compare", "--workloads", "user.py:Nope", "--no-fuzz"]) == 2
+    assert "user.py has no attribute 'Nope'" in capsys.readouterr().err

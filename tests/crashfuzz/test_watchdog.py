@@ -68,3 +68,20 @@ def test_other_threads_get_no_timer_and_the_timer_stops_with_the_last_watchdog()
     assert watchdog._live == before
     if before == 0:
         assert signal.getitimer(signal.ITIMER_VIRTUAL) == (0.0, 0.0)
+
+
+def test_bounded_raises_only_when_progress_stops() -> None:
+    """A CPU-time bound that a progress count resets: a long run that progresses is never
+    stopped, one stuck in a loop is (counted in timer ticks, not wall-clock time)."""
+    count = [0]
+    with watchdog.bounded(0.3, lambda: count[0]):
+        t0 = watchdog._ticks
+        while watchdog._ticks - t0 < 20:  # 1 s of CPU, far over the bound, progressing
+            count[0] += 1
+    with pytest.raises(Hang, match="stuck"), watchdog.bounded(0.3, lambda: count[0], "stuck"):
+        while True:
+            pass
+    with pytest.raises(Hang, match=r"within 0\.2 s of CPU time"), watchdog.bounded(0.2):
+        while True:
+            pass
+    assert watchdog._bound is None

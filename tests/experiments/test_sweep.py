@@ -230,7 +230,7 @@ def start_sweep(d: Path, cache: Path, pts: list[dict[str, Any]]) -> tuple[subpro
         proc = subprocess.Popen([sys.executable, "-c", SCRIPT, json.dumps(pts), str(cache)],
                                 cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=err,
                                 start_new_session=True)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 600  # a bound for hangs only: a loaded machine is slow
     while not (cached_points(cache) == {0, 1} and (d / "pid-2").exists()
                and (d / "pid-3").exists()):
         if time.monotonic() > deadline or proc.poll() is not None:
@@ -242,8 +242,9 @@ def start_sweep(d: Path, cache: Path, pts: list[dict[str, Any]]) -> tuple[subpro
 
 
 def assert_gone(workers: set[int]) -> None:
-    """Every worker ends within 10 s; survivors are killed, then reported."""
-    deadline = time.monotonic() + 10
+    """Every worker ends (within a bound for hangs only, generous for a loaded machine);
+    survivors are killed, then reported."""
+    deadline = time.monotonic() + 120
     while any(alive(p) for p in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     orphans = [p for p in workers if alive(p)]
@@ -259,7 +260,7 @@ def test_sigint_stops_the_workers_and_keeps_finished_points(tmp_path: Path) -> N
     proc, workers = start_sweep(d, cache, pts)
     os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C in a terminal: the parent and its workers
     try:
-        proc.wait(timeout=120)  # a bound for hangs; a busy machine is slow
+        proc.wait(timeout=600)  # a bound for hangs only; a busy machine is slow
     finally:
         proc.kill()
         proc.wait()
