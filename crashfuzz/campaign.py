@@ -134,6 +134,11 @@ class FuzzConfig:
                                 "checks of its points, then the runs after recovery")
     max_failures: int = param(20, "", "failures kept in the report: the first in the order "
                               "(depth, lineage, crash point, image hash)")
+    machine: MachineConfig | None = param(None, "", "the machine the campaign runs on (a "
+                                          "MachineConfig, or its dict); None = the small fuzzing "
+                                          "machine (fuzz_machine). Its domain and cores give way "
+                                          "to domain and threads, its PM region is cut to the "
+                                          "layout; saved with every finding, so replay uses it")
 
     def __post_init__(self) -> None:
         for name in ("runtime", "workload"):
@@ -166,11 +171,17 @@ class FuzzConfig:
             raise ConfigError(f"FuzzConfig.recovery: unknown machine {self.recovery!r}; use "
                               "functional or timed")
         object.__setattr__(self, "params", _params(self.params))
+        if isinstance(self.machine, Mapping):
+            object.__setattr__(self, "machine", MachineConfig.from_dict(dict(self.machine)))
+        elif self.machine is not None and not isinstance(self.machine, MachineConfig):
+            raise ConfigError(f"FuzzConfig.machine must be a MachineConfig (or its dict), e.g. "
+                              f"pmsim.preset('optane-adr'), or None, got {self.machine!r}")
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-ready data; ``from_dict`` reads it back to an equal config."""
-        d = asdict(self)
+        d = asdict(replace(self, machine=None))
         d["params"] = [list(p) for p in self.params]
+        d["machine"] = self.machine.to_dict() if self.machine is not None else None
         return d
 
     @classmethod
@@ -445,7 +456,7 @@ class Campaign:
                                "machine= to reproduce")
         self.unreproducible = "; ".join(self._notes)
         cfg = self.cfg
-        base = machine or fuzz_machine(cfg.domain, cfg.threads, cfg.seed)
+        base = machine or cfg.machine or fuzz_machine(cfg.domain, cfg.threads, cfg.seed)
         cores = cfg.threads + rt_cls.extra_cores(cfg.threads)
         self.base_mcfg = base = base.replace(domain=cfg.domain, cores=max(base.cores, cores))
         layout = rt_cls.plan(wl.spec(), cfg.threads, base.pm_region.base)

@@ -15,31 +15,25 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..cli import add_machine_args, int_in, machine_config, number_in, positive_int, register
+from ..cli import (
+    add_machine_args,
+    add_runtime_arg,
+    add_workload_args,
+    int_in,
+    machine_config,
+    number_in,
+    parse_params,
+    positive_int,
+    register,
+)
 from ..errors import PmsimError
 from ..machine import default_backend
-from ..runtimes.registry import RUNTIMES, get_runtime
+from ..runtimes.registry import get_runtime
 from ..stats import format_table
-from ..workloads.base import WORKLOADS, get_workload
+from ..workloads.base import get_workload
 from .compare import DEMO_PRESETS, compare_table, protocols_table, run_comparison, run_protocols
 from .run import METRICS, RunResult, run_experiment
 from .tables import num
-
-
-def parse_params(items: Sequence[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` strings -> a dict. A VALUE is read as JSON (``4``, ``2.7``, ``true``), else
-    kept as a string; the workload checks it against the parameter's type, so ``slot_words=2.7``
-    is an error, not 2."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise PmsimError(f"--param {item!r}: expected KEY=VALUE, e.g. --param write_pct=100")
-        try:
-            out[key.strip()] = json.loads(value)
-        except (json.JSONDecodeError, RecursionError):
-            out[key.strip()] = value.strip()
-    return out
 
 
 def check_output(option: str, path: str | None) -> None:
@@ -78,19 +72,13 @@ def counter_table(r: RunResult) -> str:
 
 
 def _add_run(p: argparse.ArgumentParser) -> None:
-    get_runtime("undo")
-    get_workload("array")
-    p.add_argument("--runtime", default="undo",
-                   help=f"runtime or mutant ({', '.join(n for n in RUNTIMES if ':' not in n)}; "
-                        "mutants as undo:U1 ...)")
-    p.add_argument("--workload", default="array", help=f"workload ({', '.join(WORKLOADS)})")
+    add_runtime_arg(p)
+    add_workload_args(p)
     p.add_argument("--threads", type=int_in(1, 64), default=1,
                    help="application threads, one per core (at most the machine's cores)")
     p.add_argument("--txs", type=positive_int, default=1000,
                    help="measured transactions per thread")
     p.add_argument("--warmup", type=int_in(0), default=0, help="warm-up transactions per thread")
-    p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
-                   help="workload parameter, e.g. -p write_pct=100 -p slot_words=4")
     p.add_argument("--json", help="also write the result (with the full config) to this JSON file")
     p.add_argument("--csv", help="also write the result row to this CSV file")
     add_machine_args(p)

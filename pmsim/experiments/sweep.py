@@ -565,7 +565,7 @@ def run_sweep(fn: PointFn, points: Sequence[Mapping[str, Any]], *,
     carries ``version`` (added if missing), and ``seed`` and ``config`` from the point when
     the row lacks them. See the module docstring for executors, the cache, retries and
     interrupts. Duplicate points run once."""
-    from tqdm import tqdm
+    from ..progress import Progress
 
     name = _fn_name(fn)
     try:
@@ -593,9 +593,7 @@ def run_sweep(fn: PointFn, points: Sequence[Mapping[str, Any]], *,
     spec = _executor_spec(executor, jobs)
     keys = [_point_key(name, c) for c in canon]
     cache_dir = _cache_dir(cache, name) if cache is not None else None
-    show = sys.stderr.isatty() if progress is None else progress
-    with tqdm(total=len(set(keys)), desc=label, unit="pt", file=sys.stderr, disable=not show,
-              dynamic_ncols=True) as bar:
+    with Progress(len(set(keys)), label, "pt", enabled=progress) as bar:
         sw = _Sweep(fn, name, label, [dict(p) for p in given], canon, keys, cache_dir, bar)
         pending = []
         for key in sw.point:
@@ -660,6 +658,7 @@ def _run(sw: _Sweep, spec: ExecutorSpec | None, executor: Any, pending: list[str
 def add_sweep_args(p: argparse.ArgumentParser) -> None:
     """``--jobs``, ``--dask``, ``--cache`` and ``--no-progress`` for a command that sweeps."""
     from ..cli import positive_int
+    from ..progress import add_progress_arg
 
     g = p.add_argument_group("sweep")
     g.add_argument("--jobs", type=positive_int, metavar="N",
@@ -669,8 +668,7 @@ def add_sweep_args(p: argparse.ArgumentParser) -> None:
                         "tcp://HOST:PORT uses a running scheduler")
     g.add_argument("--cache", metavar="DIR",
                    help="keep each finished point in DIR; a rerun computes only the missing ones")
-    g.add_argument("--no-progress", action="store_true",
-                   help="no progress bar (shown only when stderr is a terminal anyway)")
+    add_progress_arg(g)
 
 
 def sweep_options(args: argparse.Namespace) -> dict[str, Any]:
