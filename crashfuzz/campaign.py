@@ -1036,7 +1036,7 @@ class Campaign:
         self._deep_outcomes = {}
         stage = _Stage(1, self.trace, self.model, self.oracle, self.history,
                        self.session.runtime, self.session.workload, [], "", ())
-        rep = Report(self.cfg, self.rt_name, self.session.workload.name)
+        rep = Report(self.cfg, self.rt_name, workload_label(self.session.workload))
         for k in lineage:
             ix = stage.model.index
             child = self._run_after_recovery(stage, stage.model.point(k), ix.image_at(ix.hi_at(k)),
@@ -1197,6 +1197,13 @@ def _short(x: Any, limit: int = 160) -> str:
     return s if len(s) <= limit else s[:limit] + f"... ({len(s)} chars)"
 
 
+def workload_label(wl: Workload) -> str:
+    """The workload a report names: a registered name for pmsim's own workloads, else the
+    class's import path (or class name), never a ``name`` its class inherited."""
+    path, _ = workload_reference(type(wl))
+    return path or type(wl).__qualname__
+
+
 def _machine_for(layout: Layout, base: MachineConfig) -> MachineConfig:
     """``base`` with its PM region cut to ``layout`` (whole pages): small images are cheap."""
     size = -(-(layout.end - base.pm_region.base) // 4096) * 4096
@@ -1355,7 +1362,7 @@ def _plan(job: _Job) -> Report:
 
 
 def _header(camp: Campaign, points: Sequence[Any]) -> Report:
-    return Report(camp.cfg, camp.rt_name, camp.session.workload.name, len(camp.trace),
+    return Report(camp.cfg, camp.rt_name, workload_label(camp.session.workload), len(camp.trace),
                   len(camp.history.commit_order), points_planned=len(points))
 
 
@@ -1373,7 +1380,7 @@ def _do_unit(camp: Campaign, points: Sequence[Any], unit: _Unit) -> _Done:
     camp._new_tx_done = set()
     camp._idem_done = set()
     camp._read_sets = {}
-    rep = Report(cfg, camp.rt_name, camp.session.workload.name)
+    rep = Report(cfg, camp.rt_name, workload_label(camp.session.workload))
     candidates: list[tuple[int, tuple[int, int], np.ndarray]] = []
     if unit.kind == "chunk":
         chosen: set[tuple[int, int]] = set()

@@ -116,18 +116,18 @@ def num(v: Any, digits: int = 3) -> str:
 
 def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
                  floatfmt: str | None = None, align_left: Sequence[str] = ()) -> str:
-    """A plain-text table of records (what the CLI prints). Numbers are printed by :func:`num`
-    with 4 significant digits (never in scientific notation below 1e15) unless ``floatfmt``
-    (a ``str.format`` pattern) is given for floats; ``align_left`` columns are left-aligned,
+    """A plain-text table of records (what the CLI prints). Integers print as they are, floats
+    by :func:`num` with 4 significant digits (never in scientific notation below 1e15) unless
+    ``floatfmt`` (a ``str.format`` pattern) is given; ``align_left`` columns are left-aligned,
     the others right-aligned."""
     if not rows:
         return "(no rows)"
     cols = list(columns) if columns else list(rows[0].keys())
 
     def fmt(v: Any) -> str:
-        if floatfmt is not None and isinstance(v, float | np.floating):
-            return floatfmt.format(v)
-        return num(v, 4)
+        if not isinstance(v, float | np.floating):
+            return str(v)
+        return floatfmt.format(v) if floatfmt is not None else num(v, 4)
 
     cells = [[fmt(r.get(c, "")) for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]

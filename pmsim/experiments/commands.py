@@ -32,7 +32,7 @@ from ..runtimes.registry import get_runtime
 from ..stats import format_table
 from ..workloads.base import get_workload
 from .compare import DEMO_PRESETS, compare_table, protocols_table, run_comparison, run_protocols
-from .run import METRICS, RunResult, run_experiment
+from .run import METRICS, RunResult, abort_summary, run_experiment
 from .tables import num
 
 
@@ -65,10 +65,12 @@ def result_table(results: Sequence[RunResult]) -> str:
 
 def counter_table(r: RunResult) -> str:
     """A run's runtime counters (aborts by cause, log traffic in each counting mode...) with
-    their totals and per committed transaction."""
+    their totals and per committed transaction (the machine's ``hw.*`` counts are left to
+    :func:`~.run.abort_summary`)."""
     n = max(r.commits, 1)
-    return format_table([{"counter": k, "total": num(v), "per tx": num(v / n)}
-                         for k, v in sorted(r.counters.items())])
+    return format_table([{"counter": k, "total": num(int(v) if float(v).is_integer() else v),
+                          "per tx": num(v / n)}
+                         for k, v in sorted(r.counters.items()) if not k.startswith("hw.")])
 
 
 def _add_run(p: argparse.ArgumentParser) -> None:
@@ -101,7 +103,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
           f"{r.threads} thread(s), {r.txs} measured transactions, seed {r.seed}, "
           f"backend {r.backend}, {r.tx_per_wall_s:,.0f} tx per wall-second")
     print(result_table([r]))
-    if r.counters:
+    print(f"# {abort_summary(r)}")
+    if any(not k.startswith("hw.") for k in r.counters):
         print(f"# the runtime's own counters over the measured period; per tx = total / "
               f"{r.commits} commits")
         print(counter_table(r))
