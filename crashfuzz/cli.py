@@ -140,9 +140,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .campaign import FuzzConfig, Interrupted, fuzz, fuzz_machine
     from .report import findings_of, format_report, replay, save_findings
 
-    machine = machine_config(args, base=fuzz_machine(args.domain or "pdom1", args.threads,
-                                                     args.seed or 0)) \
-        if machine_given(args) else None
+    small = fuzz_machine(args.domain or "pdom1", args.threads, args.seed or 0)  # checks them
+    machine = machine_config(args, base=small) if machine_given(args) else None
     domain = machine.domain if machine is not None else args.domain or "pdom1"
     seed = machine.seed if machine is not None else args.seed or 0
     cfg = FuzzConfig(runtime=args.runtime, workload=args.workload,
