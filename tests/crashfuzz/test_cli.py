@@ -121,3 +121,25 @@ def test_long_commands_show_progress_lines_off_a_terminal(
     assert "fuzz: " in err and "ETA" in err
     assert main(["run", "--txs", "2", "--findings", "", "--no-progress"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_ablation_progress_total_is_the_number_of_cells(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ablate command's progress display has a fixed total: the cells ablate makes."""
+    import crashfuzz.ablation as ab
+    from crashfuzz.campaign import FuzzConfig
+
+    monkeypatch.setattr(ab, "_fuzz_until_killed", lambda *a: ("redundant", "array", None, "", 0))
+    base = FuzzConfig(txs=3, idempotence=1, reduce=False, budget=1024, new_tx=1)
+    for steps, swaps in ((None, True), (None, False), (["redo.commit.pb1"], True)):
+        cells = ab.ablate("redo", ("pdom1", "pdom2"), steps, swaps, base)
+        assert len(cells) == 2 * ab.ablation_size("redo", steps, swaps, base)
+
+
+def test_mutants_show_progress_with_a_fixed_total(capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("pmsim.progress.Progress.__init__.__defaults__",
+                        ("unit", None, None, 0.0, False))
+    assert main(["mutants", "--mutant", "undo:U1", "--domain", "pdom1", "--domain", "pdom2",
+                 "--txs", "3"]) in (0, 1)
+    err = capsys.readouterr().err
+    assert "mutants: 1/2 campaigns (50%)" in err and "undo:U1 pdom1: killed" in err
