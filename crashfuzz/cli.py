@@ -133,6 +133,18 @@ def _report_doc(rep: Any) -> dict[str, Any]:
     return doc
 
 
+def _machine_label(args: argparse.Namespace) -> str:
+    """The machine options as given: ``preset optane-adr, --set pm.wpq_entries=8``."""
+    parts = [f"preset {args.preset}" if args.preset else "the small fuzzing machine"]
+    if args.config:
+        parts.append(f"--config {args.config}")
+    parts += [f"--{n.replace('_', '-')} {getattr(args, n)}" for n in ("barrier", "barrier_ns",
+                                                                        "cores")
+              if getattr(args, n) is not None]
+    parts += [f"--set {item}" for item in args.set]
+    return ", ".join(parts)
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     """Fuzz; on SIGINT/SIGTERM stop the workers, keep what finished units found and exit
     130/143. Outputs: findings saved, then the report printed, then the JSON report, each
@@ -153,6 +165,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
                      seed=seed, stop_at_first=args.stop_at_first, reduce=not args.no_reduce,
                      machine=machine)
     _check_outputs(args)
+    if machine is not None:
+        print(f"machine: {_machine_label(args)}; {machine.domain}, {machine.cores} cores "
+              "(recorded with each finding)")
     if args.findings and not args.no_replay:
         old = findings_of(args.findings, cfg.runtime)
         still, unreadable = [], []

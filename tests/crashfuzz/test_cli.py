@@ -82,7 +82,8 @@ def test_run_fuzzes_the_machine_given_and_findings_record_it(
                "--stop-at-first", "--findings", str(d), "--preset", "optane-adr", "--set",
                "pm.wpq_entries=8", "--cores", "3", "--no-progress"])
     assert rc == 1
-    capsys.readouterr()
+    assert capsys.readouterr().out.startswith(
+        "machine: preset optane-adr, --cores 3, --set pm.wpq_entries=8; pdom1, 3 cores")
     (saved,) = sorted(d.glob("*.json"))
     cfg = FuzzConfig.from_dict(json.loads(saved.read_text())["config"])
     want = preset("optane-adr").replace(cores=3, **{"pm.wpq_entries": 8})
