@@ -1198,10 +1198,15 @@ def _short(x: Any, limit: int = 160) -> str:
 
 
 def workload_label(wl: Workload) -> str:
-    """The workload a report names: a registered name for pmsim's own workloads, else the
-    class's import path (or class name), never a ``name`` its class inherited."""
-    path, _ = workload_reference(type(wl))
-    return path or type(wl).__qualname__
+    """The workload a report names: a registered name for pmsim's own workloads, the ``name``
+    a user's class sets itself, else the class's import path (or class name), never a
+    ``name`` its class inherited."""
+    cls = type(wl)
+    path, _ = workload_reference(cls)
+    if path and ":" not in path:
+        return path
+    own = cls.__dict__.get("name")
+    return own if isinstance(own, str) and own else path or cls.__qualname__
 
 
 def _machine_for(layout: Layout, base: MachineConfig) -> MachineConfig:

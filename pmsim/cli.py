@@ -24,9 +24,11 @@ from .errors import PmsimError
 from .presets import PRESETS, preset
 
 
-def int_in(lo: int, hi: int | None = None) -> Callable[[str], int]:
-    """argparse type: an integer in ``lo..hi`` (``hi`` None: no upper bound)."""
-    valid = f"an integer in {lo}..{hi}" if hi is not None else f"an integer >= {lo}"
+def int_in(lo: int, hi: int | None = None, span: str = "") -> Callable[[str], int]:
+    """argparse type: an integer in ``lo..hi`` (``hi`` None: no upper bound); ``span`` words
+    the range in messages instead of ``lo..hi``."""
+    valid = (f"an integer in {span or f'{lo}..{hi}'}" if hi is not None else
+             f"an integer >= {lo}")
 
     def parse(text: str) -> int:
         try:
@@ -43,6 +45,8 @@ def int_in(lo: int, hi: int | None = None) -> Callable[[str], int]:
 
 positive_int = int_in(1)
 """argparse type: an integer >= 1."""
+seed_int = int_in(0, (1 << 64) - 1, f"0..{(1 << 64) - 1} (0..2**64-1)")
+"""argparse type: a seed."""
 
 
 def number_in(lo: float, hi: float) -> Callable[[str], float]:
@@ -94,7 +98,7 @@ def add_machine_args(p: argparse.ArgumentParser, omit: Sequence[str] = (),
     add("barrier_ns", "--barrier-ns", type=float, help="fixed persist-barrier latency (ns, at "
         "most 1e9)")
     add("cores", "--cores", type=int, help="number of cores (1..64)")
-    add("seed", "--seed", type=int, help="seed for every random choice (0..2**64-1)")
+    add("seed", "--seed", type=seed_int, help="seed for every random choice (0..2**64-1)")
     add("set", "--set", action="append", default=[], metavar="FIELD=VALUE",
         help="override any config field, e.g. --set pm.wpq_entries=32 or "
         "--set regions.0.size=67108864 (VALUE is JSON, else a string)")
@@ -149,9 +153,12 @@ def add_runtime_arg(p: argparse.ArgumentParser, default: str = "undo") -> None:
 
 def add_workload_args(p: argparse.ArgumentParser, default: str = "array") -> None:
     """``--workload`` and ``--param``/``-p``, the same in every command that runs a workload."""
+    from .workloads.base import WORKLOADS, get_workload
+
+    get_workload("array")  # the built-in registrations
     p.add_argument("--workload", default=default,
-                   help="a registered workload (`pmsim workloads` lists them with their "
-                        "parameters) or an import path 'file.py:Class'")
+                   help=f"a registered workload ({', '.join(WORKLOADS)}; `pmsim workloads` "
+                        "lists their parameters) or an import path 'file.py:Class'")
     p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
                    help="workload parameter (repeatable), e.g. -p write_pct=100 -p slot_words=4")
 
@@ -164,7 +171,9 @@ def parse_params(items: Sequence[str]) -> dict[str, Any]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise PmsimError(f"--param {item!r}: expected KEY=VALUE, e.g. --param write_pct=100")
+            raise PmsimError(f"--param {item!r}: expected KEY=VALUE (NAME=VALUE of a workload "
+                             "parameter; `pmsim workloads` lists them), e.g. --param "
+                             "write_pct=100")
         try:
             out[key.strip()] = json.loads(value)
         except (json.JSONDecodeError, RecursionError):
