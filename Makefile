@@ -5,9 +5,10 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP_DEMO := $(VENV)/.installed-demo
 STAMP_TEST := $(VENV)/.installed-test
+STAMP_LAB  := $(VENV)/.installed-notebooks
 PYTEST_ARGS ?=
 
-.PHONY: demo test sanitize lint bench fuzz-long docs clean
+.PHONY: demo test sanitize lint bench fuzz-long docs lab clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +49,14 @@ bench: $(STAMP_TEST) $(CORE)
 
 fuzz-long: $(STAMP_TEST)
 	$(PY) -m pytest -q --runslow -m slow
+
+# The notebooks in JupyterLab: the `notebooks` extra (jupyter, matplotlib) into .venv, then lab.
+$(STAMP_LAB): $(STAMP_DEMO)
+	$(PIP) install --quiet -e ".[notebooks]"
+	touch $@
+
+lab: $(STAMP_LAB) $(CORE)
+	$(VENV)/bin/jupyter lab notebooks/
 
 # The documentation site (Sphinx + MyST over docs/*.md), warnings as errors.
 docs: $(STAMP_TEST) $(CORE)

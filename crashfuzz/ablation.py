@@ -126,6 +126,16 @@ def flushing_groups(runtime: str | type, cfg: FuzzConfig) -> set[str]:
     return {name for name in found if kinds.get(name) == "group"}
 
 
+def ablation_size(runtime: str, steps: Iterable[str] | None, swaps: bool,
+                  base: FuzzConfig) -> int:
+    """How many mutations :func:`ablate` tries per domain with these arguments (a progress
+    display's total): one per step, plus one per adjacent pair when swapping."""
+    if steps:
+        return len(list(steps))
+    n = len({s.name for s in get_runtime(runtime).persist_steps()})
+    return n + (len(steps_seen(runtime, replace(base, runtime=runtime))[1]) if swaps else 0)
+
+
 def _fuzz_until_killed(cls: type, domain: str, base: FuzzConfig) -> tuple[str, str, int | None, str,
                                                                           int]:
     """(verdict, workload, first point, failure, states) over the trial workloads."""

@@ -144,6 +144,11 @@ class FuzzConfig:
                                 "checks of its points, then the runs after recovery")
     max_failures: int = param(20, "", "failures kept in the report: the first in the order "
                               "(depth, lineage, crash point, image hash)")
+    machine: MachineConfig | None = param(None, "", "the machine the campaign runs on (a "
+                                          "MachineConfig, or its dict); None = the small fuzzing "
+                                          "machine (fuzz_machine). Its domain and cores give way "
+                                          "to domain and threads, its PM region is cut to the "
+                                          "layout; saved with every finding, so replay uses it")
 
     def __post_init__(self) -> None:
         for name in ("runtime", "workload"):
@@ -181,11 +186,17 @@ class FuzzConfig:
             raise ConfigError(f"FuzzConfig.recovery: unknown machine {self.recovery!r}; use "
                               "functional or timed")
         object.__setattr__(self, "params", _params(self.params))
+        if isinstance(self.machine, Mapping):
+            object.__setattr__(self, "machine", MachineConfig.from_dict(dict(self.machine)))
+        elif self.machine is not None and not isinstance(self.machine, MachineConfig):
+            raise ConfigError(f"FuzzConfig.machine must be a MachineConfig (or its dict), e.g. "
+                              f"pmsim.preset('optane-adr'), or None, got {self.machine!r}")
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-ready data; ``from_dict`` reads it back to an equal config."""
-        d = asdict(self)
+        d = asdict(replace(self, machine=None))
         d["params"] = [list(p) for p in self.params]
+        d["machine"] = self.machine.to_dict() if self.machine is not None else None
         return d
 
     @classmethod
@@ -470,7 +481,7 @@ class Campaign:
                                "machine= to reproduce")
         self.unreproducible = "; ".join(self._notes)
         cfg = self.cfg
-        base = machine or fuzz_machine(cfg.domain, cfg.threads, cfg.seed)
+        base = machine or cfg.machine or fuzz_machine(cfg.domain, cfg.threads, cfg.seed)
         cores = cfg.threads + rt_cls.extra_cores(cfg.threads)
         self.base_mcfg = base = base.replace(domain=cfg.domain, cores=max(base.cores, cores))
         with bounded(self.stall_seconds):
@@ -1091,7 +1102,7 @@ class Campaign:
         self._deep_outcomes = {}
         stage = _Stage(1, self.trace, self.model, self.oracle, self.history,
                        self.session.runtime, self.session.workload, [], "", ())
-        rep = Report(self.cfg, self.rt_name, self.session.workload.name)
+        rep = Report(self.cfg, self.rt_name, workload_label(self.session.workload))
         for k in lineage:
             ix = stage.model.index
             child = self._run_after_recovery(stage, stage.model.point(k), ix.image_at(ix.hi_at(k)),
@@ -1250,6 +1261,18 @@ def _spread(items: Sequence[Any]) -> list[Any]:
 def _short(x: Any, limit: int = 160) -> str:
     s = repr(x)
     return s if len(s) <= limit else s[:limit] + f"... ({len(s)} chars)"
+
+
+def workload_label(wl: Workload) -> str:
+    """The workload a report names: a registered name for pmsim's own workloads, the ``name``
+    a user's class sets itself, else the class's import path (or class name), never a
+    ``name`` its class inherited."""
+    cls = type(wl)
+    path, _ = workload_reference(cls)
+    if path and ":" not in path:
+        return path
+    own = cls.__dict__.get("name")
+    return own if isinstance(own, str) and own else path or cls.__qualname__
 
 
 def _machine_for(layout: Layout, base: MachineConfig) -> MachineConfig:
@@ -1470,7 +1493,7 @@ def _header(camp: Campaign, points: Sequence[Any]) -> Report:
     """The empty report of ``camp``, holding the finding of its crash-free run if it has one
     (no crash point is then checked: the reference the images are judged by is wrong)."""
     failure = camp.crash_free_failure
-    rep = Report(camp.cfg, camp.rt_name, camp.session.workload.name, len(camp.trace),
+    rep = Report(camp.cfg, camp.rt_name, workload_label(camp.session.workload), len(camp.trace),
                  len(camp.history.commit_order), points_planned=0 if failure else len(points))
     if failure is not None:
         rep.add(failure)
@@ -1495,7 +1518,7 @@ def _do_unit(camp: Campaign, points: Sequence[Any], unit: _Unit) -> _Done:
     camp._new_tx_done = set()
     camp._idem_done = set()
     camp._read_sets = {}
-    rep = Report(cfg, camp.rt_name, camp.session.workload.name)
+    rep = Report(cfg, camp.rt_name, workload_label(camp.session.workload))
     candidates: list[tuple[int, tuple[int, int], np.ndarray]] = []
     if unit.kind == "chunk":
         chosen: set[tuple[int, int]] = set()

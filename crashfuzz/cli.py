@@ -15,56 +15,31 @@ import signal
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from pmsim.cli import closed_pipe, int_in, positive_int
+from pmsim.cli import (
+    add_machine_args,
+    add_runtime_arg,
+    add_workload_args,
+    closed_pipe,
+    int_in,
+    machine_config,
+    machine_given,
+    parse_params,
+    positive_int,
+)
 from pmsim.errors import PmsimError
-from pmsim.interrupts import catching, raise_pending, stopped_by_sigterm
+from pmsim.interrupts import catching, stopped_by_sigterm
 from pmsim.options import MAX_JOBS, check_output_dir, check_output_file, jobs_arg
+from pmsim.progress import Progress, add_progress_arg, progress_enabled
 from pmsim.usercode import user_error
 
 MAX_SAMPLES = 1_000_000
 """Most samples at a crash point (they are drawn and held at once)."""
 SEED = int_in(0, (1 << 64) - 1)
-
-
-class Progress:
-    """A one-line progress bar on stderr (silent when stderr is not a terminal)."""
-
-    def __init__(self, label: str, enabled: bool | None = None) -> None:
-        self.label = label
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self.t0 = time.perf_counter()
-
-    def __call__(self, done: int, total: int) -> None:
-        raise_pending()  # a stop request whose exception Python dropped
-        if not self.enabled:
-            return
-        width = 30
-        fill = int(width * done / max(total, 1))
-        el = time.perf_counter() - self.t0
-        sys.stderr.write(f"\r{self.label} [{'#' * fill}{'.' * (width - fill)}] {done}/{total} "
-                         f"{el:.1f}s")
-        if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-
-def _params(items: Sequence[str]) -> tuple[tuple[str, Any], ...]:
-    out = []
-    for item in items:
-        k, sep, v = item.partition("=")
-        if not sep:
-            raise PmsimError(f"--param {item!r}: expected NAME=VALUE, e.g. --param keys=16")
-        try:
-            out.append((k, json.loads(v)))
-        except json.JSONDecodeError:
-            out.append((k, v))
-    return tuple(out)
 
 
 def _exit_code(e: BaseException) -> int:
@@ -133,20 +108,41 @@ def _report_doc(rep: Any) -> dict[str, Any]:
     return doc
 
 
+def _machine_label(args: argparse.Namespace) -> str:
+    """The machine options as given: ``preset optane-adr, --set pm.wpq_entries=8``."""
+    parts = [f"preset {args.preset}" if args.preset else "the small fuzzing machine"]
+    if args.config:
+        parts.append(f"--config {args.config}")
+    parts += [f"--{n.replace('_', '-')} {getattr(args, n)}" for n in ("barrier", "barrier_ns",
+                                                                        "cores")
+              if getattr(args, n) is not None]
+    parts += [f"--set {item}" for item in args.set]
+    return ", ".join(parts)
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     """Fuzz; on SIGINT/SIGTERM stop the workers, keep what finished units found and exit
     130/143. Outputs: findings saved, then the report printed, then the JSON report, each
     written even when an earlier one could not be."""
-    from .campaign import FuzzConfig, Interrupted, fuzz
+    from .campaign import FuzzConfig, Interrupted, fuzz, fuzz_machine
     from .report import findings_of, format_report, replay, save_findings
 
-    cfg = FuzzConfig(runtime=args.runtime, workload=args.workload, params=_params(args.param),
-                     domain=args.domain, order=args.order, threads=args.threads, txs=args.txs,
+    small = fuzz_machine(args.domain or "pdom1", args.threads, args.seed or 0)  # checks them
+    machine = machine_config(args, base=small) if machine_given(args) else None
+    domain = machine.domain if machine is not None else args.domain or "pdom1"
+    seed = machine.seed if machine is not None else args.seed or 0
+    cfg = FuzzConfig(runtime=args.runtime, workload=args.workload,
+                     params=parse_params(args.param), domain=domain, order=args.order,
+                     threads=args.threads, txs=args.txs,
                      points=args.points, sampled_points=args.sampled_points, budget=args.budget,
                      samples=args.samples, class_from=args.class_from, class_limit=args.class_limit,
                      idempotence=args.idempotence, new_tx=0 if args.no_new_tx else 1,
-                     seed=args.seed, stop_at_first=args.stop_at_first, reduce=not args.no_reduce)
+                     seed=seed, stop_at_first=args.stop_at_first, reduce=not args.no_reduce,
+                     machine=machine)
     _check_outputs(args)
+    if machine is not None:
+        print(f"machine: {_machine_label(args)}; {machine.domain}, {machine.cores} cores "
+              "(recorded with each finding)")
     if args.findings and not args.no_replay:
         still: list[Path] = []
         unreadable: list[str] = []
@@ -166,7 +162,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     ex = ProcessPoolExecutor(shards, initializer=_worker_init) if shards > 1 else None
     code = None
     try:
-        rep = fuzz(cfg, executor=ex, shards=shards, progress=Progress("fuzz", None))
+        with Progress(None, "fuzz", "unit", progress_enabled(args), check_stop=True) as bar:
+            rep = fuzz(cfg, executor=ex, shards=shards, progress=bar)
     except Interrupted as e:
         rep, code = e.report, _exit_code(e)
         if threading.current_thread() is threading.main_thread():
@@ -204,15 +201,14 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
     base = FuzzConfig(txs=args.txs, seed=args.seed, idempotence=2, reduce=False, budget=4096,
                       new_tx=3, new_tx_every_image=True)
 
-    def show(row: Any) -> None:
-        if sys.stderr.isatty():
-            sys.stderr.write(f"\r{row.mutant:10s} {row.domain}: {'killed' if row.killed else 'alive'}"
-                             "          ")
-            sys.stderr.flush()
+    from pmsim.runtimes.registry import all_mutants, get_mutant
 
-    rows = kill_matrix(args.mutant or None, args.domain or ("pdom0", "pdom1", "pdom2"), base, show)
-    if sys.stderr.isatty():
-        sys.stderr.write("\n")
+    names = args.mutant or sorted(all_mutants())
+    domains = args.domain or ("pdom0", "pdom1", "pdom2")
+    total = sum(d in get_mutant(n).base.supported_domains for n in names for d in domains)
+    with Progress(total, "mutants", "campaign", progress_enabled(args), check_stop=True) as bar:
+        rows = kill_matrix(args.mutant or None, domains, base, lambda row: bar.update(
+            1, f"{row.mutant} {row.domain}: {'killed' if row.killed else 'alive'}"))
     print(format_matrix(rows))
     bad = [r for r in rows if not r.as_expected]
     print(f"\n{sum(r.killed for r in rows)} of {len(rows)} (mutant, domain) pairs killed; "
@@ -239,7 +235,7 @@ def _cmd_litmus(args: argparse.Namespace) -> int:
 def _cmd_ablate(args: argparse.Namespace) -> int:
     from pmsim.stats import format_table
 
-    from .ablation import ablate, cells_to_rows, format_ablation
+    from .ablation import ablate, ablation_size, cells_to_rows, format_ablation
     from .campaign import FuzzConfig
 
     base = FuzzConfig(runtime=args.runtime, txs=args.txs, seed=args.seed, idempotence=2,
@@ -247,18 +243,12 @@ def _cmd_ablate(args: argparse.Namespace) -> int:
                       new_tx_every_image=True, depth=args.depth, threads=args.threads,
                       order=args.order)
 
-    def show(cell: Any) -> None:
-        line = f"{cell.mutation[:60]:60s} {cell.domain}: {cell.verdict:14s}"
-        if sys.stderr.isatty():
-            sys.stderr.write("\r" + line)
-        else:
-            sys.stderr.write(f"{line} {cell.seconds:.1f} s\n")
-        sys.stderr.flush()
-
-    cells = ablate(args.runtime, args.domain or ("pdom0", "pdom1", "pdom2"), args.step or None,
-                   not args.no_swaps, base, show)
-    if sys.stderr.isatty():
-        sys.stderr.write("\n")
+    domains = args.domain or ("pdom0", "pdom1", "pdom2")
+    with Progress(ablation_size(args.runtime, args.step, not args.no_swaps, base) * len(domains),
+                  "ablate", "campaign", progress_enabled(args), check_stop=True) as bar:
+        cells = ablate(args.runtime, domains, args.step or None, not args.no_swaps, base,
+                       lambda cell: bar.update(1, f"{cell.mutation[:50]} {cell.domain}: "
+                                                  f"{cell.verdict}"))
     print(format_ablation(cells) if args.markdown else format_table(cells_to_rows(cells)))
     for note in cells.skipped:
         print(f"\n{note}")
@@ -312,20 +302,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="crashfuzz",
                                 description="Exhaustive crash fuzzing of PM transactions.")
     sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="fuzz a runtime on a workload")
-    r.add_argument("--runtime", default="undo", help="a registered runtime or mutant (undo, "
-                   "redo, cow, undo:U1, ...) or an import path 'file.py:Class'")
-    from pmsim.workloads.base import WORKLOADS, get_workload
+    r = sub.add_parser("run", help="fuzz a runtime on a workload",
+                       description="Fuzz a runtime on a workload. The machine is a small one "
+                       "(small caches, so lines get evicted) unless a machine option (--preset, "
+                       "--config, --set, --cores, --barrier, --barrier-ns) names one: then it is "
+                       "that machine, as `pmsim run` builds it from the same options, its PM "
+                       "region cut to the layout; findings record it, so replay uses it. "
+                       "--domain and --seed default to the machine's (pdom1 and 0 for the small "
+                       "one).")
+    add_runtime_arg(r)
+    add_workload_args(r)
 
     from .campaign import MAX_TXS
     from .litmus import MAX_STATES
 
-    get_workload("array")  # the built-in registrations
-    r.add_argument("--workload", default="array", help=f"a registered workload ("
-                   f"{', '.join(WORKLOADS)}) or an import path 'file.py:Class'")
-    r.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="workload parameter (repeatable)")
-    r.add_argument("--domain", default="pdom1", choices=["pdom0", "pdom1", "pdom2"])
     r.add_argument("--order", default="line", choices=["line", "px86"])
     r.add_argument("--threads", type=int_in(1, 64), default=1, help="application threads (1..64)")
     r.add_argument("--txs", type=int_in(1, MAX_TXS), default=20,
@@ -347,7 +337,6 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-new-tx", action="store_true", help="skip the new-transaction check")
     r.add_argument("--no-reduce", action="store_true",
                    help="keep stores the runtime declares irrelevant to recovery")
-    r.add_argument("--seed", type=SEED, default=0, help="seed (0..2**64-1)")
     r.add_argument("--stop-at-first", action="store_true")
     r.add_argument("--jobs", type=jobs_arg, default=1,
                    help=f"worker processes (crash points are sharded; 1..{MAX_JOBS})")
@@ -355,12 +344,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="directory for failure reports (replayed first on the next run); '' = off")
     r.add_argument("--no-replay", action="store_true", help="do not replay saved findings first")
     r.add_argument("--json", help="write the report as JSON to this file")
+    add_progress_arg(r)
+    add_machine_args(r, omit=("backend",), preset_default=None)
     r.set_defaults(fn=_pipe_safe(_cmd_run))
     m = sub.add_parser("mutants", help="fuzz every registered mutant; print the kill matrix")
     m.add_argument("--mutant", action="append", help="only these mutants (repeatable)")
     m.add_argument("--domain", action="append", choices=["pdom0", "pdom1", "pdom2"])
     m.add_argument("--txs", type=positive_int, default=8)
     m.add_argument("--seed", type=SEED, default=0, help="seed (0..2**64-1)")
+    add_progress_arg(m)
     m.set_defaults(fn=_pipe_safe(_cmd_mutants))
     ab = sub.add_parser("ablate", help="drop each named persist step (and swap adjacent ones), "
                         "fuzz each: which steps does the protocol need in which domain")
@@ -379,6 +371,7 @@ def build_parser() -> argparse.ArgumentParser:
     ab.add_argument("--depth", type=positive_int, default=2)
     ab.add_argument("--seed", type=SEED, default=0, help="seed (0..2**64-1)")
     ab.add_argument("--markdown", action="store_true", help="print the Markdown matrix with notes")
+    add_progress_arg(ab)
     ab.set_defaults(fn=_pipe_safe(_cmd_ablate))
     lt = sub.add_parser("litmus", help="run persistency litmus tests (default: the built-in suite)")
     lt.add_argument("files", nargs="*", help=".litmus files (all are parsed before any runs)")

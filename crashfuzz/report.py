@@ -20,7 +20,7 @@ import numpy as np
 from pmsim.errors import ConfigError, PmsimError
 from pmsim.usercode import user_error
 
-from .campaign import Campaign, Failure, FuzzConfig, Report
+from .campaign import Campaign, Failure, FuzzConfig, Report, workload_label
 from .model import image_hash
 
 DEFAULT_DIR = ".crashfuzz/findings"
@@ -241,7 +241,7 @@ def replay(path: str | Path, runtime: Any = None, workload: Any = None,
     if img.shape != camp.trace.base.shape:
         raise ConfigError(f"{path}: image has {img.size} bytes but this build's PM layout has "
                           f"{camp.trace.base.size}; the finding is from another version")
-    rep = Report(cfg, camp.rt_name, camp.session.workload.name)
+    rep = Report(cfg, camp.rt_name, workload_label(camp.session.workload))
     h = (0, 0)
     if doc.get("kind") == "crash-free":
         failure = camp.crash_free_failure

@@ -7,6 +7,7 @@ and the pure-Python engine's records are interchangeable.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -89,24 +90,55 @@ def records(stats: np.ndarray) -> list[dict[str, Any]]:
     return rows
 
 
+def num(v: Any, digits: int = 3) -> str:
+    """A number for people: ``digits`` significant digits, thousands separators, no exponent
+    below 1e15; ints as ints; NaN and None as a dash; anything else as ``str``."""
+    if v is None:
+        return "-"
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return str(v)
+    if isinstance(v, int):
+        return f"{v:,}"
+    if math.isnan(v):
+        return "-"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if v == 0:
+        return "0"
+    mag = math.floor(math.log10(abs(v)))
+    if mag >= 15:
+        return f"{v:.{digits - 1}e}"
+    decimals = max(0, digits - 1 - mag)
+    return f"{v:,.{decimals}f}"
+
+
 def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
-                 floatfmt: str = "{:.4g}") -> str:
-    """A plain-text table of records (what the CLI prints)."""
+                 floatfmt: str | None = None, align_left: Sequence[str] = ()) -> str:
+    """A plain-text table of records (what the CLI prints). Integers print as they are, floats
+    by :func:`num` with 4 significant digits (never in scientific notation below 1e15) unless
+    ``floatfmt`` (a ``str.format`` pattern) is given; ``align_left`` columns are left-aligned,
+    the others right-aligned."""
     if not rows:
         return "(no rows)"
     cols = list(columns) if columns else list(rows[0].keys())
 
     def fmt(v: Any) -> str:
-        if isinstance(v, float):
-            return floatfmt.format(v)
-        return str(v)
+        if not isinstance(v, float | np.floating):
+            return str(v)
+        return floatfmt.format(v) if floatfmt is not None else num(v, 4)
 
     cells = [[fmt(r.get(c, "")) for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
-    head = "  ".join(c.rjust(w) for c, w in zip(cols, widths, strict=True))
+    left = set(align_left)
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.ljust(w) if c in left else v.rjust(w)
+                         for c, v, w in zip(cols, values, widths, strict=True)).rstrip()
+
     sep = "  ".join("-" * w for w in widths)
-    body = ["  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
-    return "\n".join([head, sep, *body])
+    return "\n".join([line(cols), sep, *(line(row) for row in cells)])
 
 
 def transpose_table(rows: Sequence[dict[str, Any]], key: str = "thread") -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -243,3 +244,147 @@ def test_negative_ops_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     except SystemExit as e:  # rejecting it in argparse is fine too
         rc = e.code  # type: ignore[assignment]
     assert rc == 2 and "--ops" in capsys.readouterr().err
+
+
+# -- runtimes, workloads, shared options, number format, progress, aborts ----------------------
+
+def test_runtimes_lists_every_runtime_with_what_it_is(capsys: pytest.CaptureFixture[str]) -> None:
+    from pmsim.runtimes.registry import MUTANTS, RUNTIMES
+
+    rc, out, _ = cli(capsys, "runtimes")
+    assert rc == 0
+    listed = {line.split()[0] for line in out.splitlines()[2:] if line and line[0] != " "}
+    assert {n for n in RUNTIMES if n not in MUTANTS} <= listed
+    assert not listed & set(MUTANTS)
+    rc, out, _ = cli(capsys, "runtimes", "--json")
+    info = {i["name"]: i for i in json.loads(out)}
+    assert info["pmem"]["domains"] == ["pdom1", "pdom2"] and info["pmem"]["durable"]
+    assert not info["stm"]["durable"] and info["stm"]["optimistic"]
+    assert info["dudetx-fine"]["fuzz_variant"] and not info["dudetx"]["fuzz_variant"]
+    assert info["dudetx"]["threads"] == [1, 62] and info["undo"]["threads"] == [1, 64]
+    assert info["undo"]["papers"] == ["marathe"] and info["undo-eadr"]["papers"] == []
+    assert info["undo-eadr"]["family_papers"] == ["marathe"]
+    assert info["dudetx"]["options"]["persist_bw"] == 1.0
+    rc, out, _ = cli(capsys, "runtimes", "--mutants", "--json")
+    assert {i["name"]: i for i in json.loads(out)}["undo:U1"]["mutant_of"] == "undo"
+
+
+def test_runtimes_name_prints_its_options(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = cli(capsys, "runtimes", "dudetx")
+    assert rc == 0
+    assert "threads         1..62 (+2 background cores)" in out
+    assert "persist_bw" in out and "dudetx[NAME=VALUE,...]" in out
+    rc, _, err = cli(capsys, "runtimes", "nope")
+    assert rc == 2 and "unknown runtime 'nope'" in err
+
+
+def test_workloads_lists_parameters_with_defaults_and_help(capsys: pytest.CaptureFixture[str]) -> None:
+    from pmsim.workloads.base import WORKLOADS
+
+    rc, out, _ = cli(capsys, "workloads")
+    assert rc == 0
+    assert {line.split(":")[0] for line in out.splitlines() if line[:1] != " "} == set(WORKLOADS)
+    assert "-p slots       = 4096 slots: array length" in out
+    rc, out, _ = cli(capsys, "workloads", "kv", "--json")
+    (kv,) = json.loads(out)
+    assert kv["class"] == "pmsim.workloads.kv:KV"
+    assert [p["name"] for p in kv["params"]][:2] == ["buckets", "keys"]
+    assert all(p["help"] for p in kv["params"])
+    rc, out, _ = cli(capsys, "presets", "--json")
+    assert [p["name"] for p in json.loads(out)] == list(PRESETS)
+
+
+def test_help_points_to_the_listings_instead_of_listing_every_name() -> None:
+    from pmsim.cli import build_parser
+    from pmsim.runtimes.registry import RUNTIMES
+
+    run = _subparser(build_parser(), "run")
+    helps = {a.dest: a.help or "" for a in run._actions}
+    assert "pmsim runtimes" in helps["runtime"] and "pmsim workloads" in helps["workload"]
+    assert sum(name in helps["runtime"].split() for name in RUNTIMES) <= 6
+    assert len(helps["runtime"]) < 250
+
+
+def _subparser(parser: object, name: str) -> object:
+    (sub,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]  # type: ignore[attr-defined]
+    return sub.choices[name]
+
+
+def test_machine_and_workload_options_are_the_same_in_both_clis() -> None:
+    from crashfuzz.cli import build_parser as crashfuzz_parser
+    from pmsim.cli import build_parser as pmsim_parser
+
+    def options(p: object) -> dict[str, tuple[str, ...] | str]:
+        return {flag: (a.help or "").replace("--preset (default default)", "")
+                for a in p._actions for flag in a.option_strings}  # type: ignore[attr-defined]
+
+    ours = options(_subparser(pmsim_parser(), "run"))
+    theirs = options(_subparser(crashfuzz_parser(), "run"))
+    for flag in ("--runtime", "--workload", "--param", "-p", "--config", "--set", "--cores",
+                 "--barrier", "--barrier-ns", "--domain", "--seed"):
+        assert ours[flag] == theirs[flag], flag
+    assert "--preset" in theirs
+
+
+def test_tables_print_numbers_without_scientific_notation() -> None:
+    from pmsim.stats import format_table
+
+    table = format_table([{"metric": "throughput", "value": 15_626_543.2},
+                          {"metric": "tiny", "value": 0.000123}, {"metric": "n", "value": 1200}])
+    assert "e+" not in table and "e-" not in table
+    assert "15,626,543" in table and "0.000123" in table and " 1200" in table
+
+
+def test_run_of_an_htm_runtime_reports_hardware_aborts_by_cause(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out_json = tmp_path / "r.json"
+    rc, out, _ = cli(capsys, "run", "--runtime", "htm", "--workload", "array", "--threads", "4",
+                     "--txs", "60", "-p", "slots=64", "-p", "per_tx=4", "-p", "lock_stripe=4",
+                     "--json", str(out_json))
+    assert rc == 0
+    r = json.loads(out_json.read_text())
+    causes = sum(r[f"hw.aborts.{c}"] for c in ("conflict", "capacity", "explicit", "flush",
+                                                "lock"))
+    assert r["hw.aborts"] == causes > 0 and r["hw.begins"] == r["hw.commits"] + r["hw.aborts"]
+    line = next(x for x in out.splitlines() if x.startswith("# aborts:"))
+    assert f"{int(r['hw.aborts']):,} hardware abort(s)" in line
+    assert f"conflict {int(r['hw.aborts.conflict']):,}" in line
+    assert "e+" not in out
+    rc, out, _ = cli(capsys, "run", "--txs", "20")
+    assert "# aborts: 0 transaction(s) given up\n" in out  # no HTM, no hardware line
+
+
+def test_progress_bar_lines_or_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from pmsim.progress import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    plain = io.StringIO()
+    with Progress(4, "demo", "unit", stream=plain, interval=0) as bar:
+        bar.update(1)
+        bar(3, 4)
+    lines = plain.getvalue().splitlines()
+    assert lines[0].startswith("demo: 1/4 units (25%)") and "ETA" in lines[0]
+    assert lines[-1].startswith("demo: 3/4 units (75%)")
+    quiet = io.StringIO()
+    with Progress(4, "demo", stream=quiet, enabled=False) as bar:
+        bar.update(4)
+    assert quiet.getvalue() == ""
+    short = io.StringIO()
+    with Progress(4, "demo", stream=short) as bar:  # no line within the interval: none at all
+        bar.update(4)
+    assert short.getvalue() == ""
+    tty = Tty()
+    monkeypatch.setattr("os.get_terminal_size", lambda fd=0: os.terminal_size((100, 24)))
+    monkeypatch.setattr(Tty, "fileno", lambda self: 2, raising=False)
+    with Progress(5, "bar", "pt", stream=tty) as bar:
+        assert bar.mode == "bar"
+        bar.update(5)
+    assert "5/5" in tty.getvalue()
+    monkeypatch.setattr("os.get_terminal_size", lambda fd=0: os.terminal_size((0, 0)))
+    assert Progress(5, "zero", stream=Tty(), enabled=False).mode == "off"
+    assert Progress(5, "zero", stream=Tty()).mode == "lines"  # a zero-width terminal

@@ -13,32 +13,26 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..cli import add_machine_args, int_in, machine_config, number_in, positive_int, register
+from ..cli import (
+    add_machine_args,
+    add_runtime_arg,
+    add_workload_args,
+    int_in,
+    machine_config,
+    number_in,
+    parse_params,
+    positive_int,
+    register,
+)
 from ..errors import PmsimError
 from ..machine import default_backend
 from ..options import check_output_file as check_output
-from ..runtimes.registry import RUNTIMES, get_runtime
+from ..runtimes.registry import get_runtime
 from ..stats import format_table
-from ..workloads.base import WORKLOADS, get_workload
+from ..workloads.base import get_workload
 from .compare import DEMO_PRESETS, compare_table, protocols_table, run_comparison, run_protocols
-from .run import METRICS, RunResult, run_experiment
+from .run import METRICS, RunResult, abort_summary, run_experiment
 from .tables import num
-
-
-def parse_params(items: Sequence[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` strings -> a dict. A VALUE is read as JSON (``4``, ``2.7``, ``true``), else
-    kept as a string; the workload checks it against the parameter's type, so ``slot_words=2.7``
-    is an error, not 2."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise PmsimError(f"--param {item!r}: expected KEY=VALUE, e.g. --param write_pct=100")
-        try:
-            out[key.strip()] = json.loads(value)
-        except (json.JSONDecodeError, RecursionError):
-            out[key.strip()] = value.strip()
-    return out
 
 
 def result_table(results: Sequence[RunResult]) -> str:
@@ -54,27 +48,23 @@ def result_table(results: Sequence[RunResult]) -> str:
 
 def counter_table(r: RunResult) -> str:
     """A run's runtime counters (aborts by cause, log traffic in each counting mode...) with
-    their totals and per committed transaction."""
+    their totals and per committed transaction (the machine's ``hw.*`` counts are left to
+    :func:`~.run.abort_summary`)."""
     n = max(r.commits, 1)
-    return format_table([{"counter": k, "total": num(v), "per tx": num(v / n)}
-                         for k, v in sorted(r.counters.items())])
+    return format_table([{"counter": k, "total": num(int(v) if float(v).is_integer() else v),
+                          "per tx": num(v / n)}
+                         for k, v in sorted(r.counters.items()) if not k.startswith("hw.")])
 
 
 def _add_run(p: argparse.ArgumentParser) -> None:
-    get_runtime("undo")
-    get_workload("array")
-    p.add_argument("--runtime", default="undo",
-                   help=f"runtime or mutant ({', '.join(n for n in RUNTIMES if ':' not in n)}; "
-                        "mutants as undo:U1 ...)")
-    p.add_argument("--workload", default="array", help=f"workload ({', '.join(WORKLOADS)})")
+    add_runtime_arg(p)
+    add_workload_args(p)
     p.add_argument("--threads", type=int_in(1, 64), default=1,
                    help="application threads, one per core (at most the machine's cores; add "
                    "--cores N for more)")
     p.add_argument("--txs", type=positive_int, default=1000,
                    help="measured transactions per thread")
     p.add_argument("--warmup", type=int_in(0), default=0, help="warm-up transactions per thread")
-    p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
-                   help="workload parameter, e.g. -p write_pct=100 -p slot_words=4")
     p.add_argument("--json", help="also write the result (with the full config) to this JSON file")
     p.add_argument("--csv", help="also write the result row to this CSV file")
     add_machine_args(p)
@@ -98,7 +88,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
           f"{r.threads} thread(s), {r.txs} measured transactions, seed {r.seed}, "
           f"backend {r.backend}, {r.tx_per_wall_s:,.0f} tx per wall-second")
     print(result_table([r]))
-    if r.counters:
+    print(f"# {abort_summary(r)}")
+    if any(not k.startswith("hw.") for k in r.counters):
         print(f"# the runtime's own counters over the measured period; per tx = total / "
               f"{r.commits} commits")
         print(counter_table(r))

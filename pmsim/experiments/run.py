@@ -87,11 +87,45 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("ack_p90", "ns", "90th percentile acknowledgement latency"),
     ("ack_p99", "ns", "99th percentile acknowledgement latency"),
     ("commits", "", "committed transactions"),
-    ("aborts", "", "aborted transactions"),
+    ("aborts", "", "transactions aborted for good (the body returned False); hardware and STM "
+                   "aborts that were retried are counters (hw.aborts.<cause>, stm.aborts...)"),
     ("sim_ns", "ns", "simulated time of the measured period on the worker threads (a "
                      "background thread's drain after the last transaction is not counted)"),
     ("wall_s", "s", "wall-clock time of the measured period"),
 )
+
+
+HW_ABORT_CAUSES = ("conflict", "capacity", "explicit", "flush", "lock")
+"""Causes of hardware transaction aborts (the machine's ``htm_aborts_<cause>`` statistics)."""
+
+
+def hw_abort_counters(before: Any, after: Any) -> dict[str, float]:
+    """Hardware transactions over a period from two machine stats totals: ``hw.begins``,
+    ``hw.commits``, ``hw.aborts`` and ``hw.aborts.<cause>``; empty when no hardware
+    transaction began (so runs without HTM keep their columns)."""
+    begins = float(after["htm_begins"] - before["htm_begins"])
+    if not begins:
+        return {}
+    out = {"hw.begins": begins, "hw.commits": float(after["htm_commits"] - before["htm_commits"])}
+    causes = {c: float(after[f"htm_aborts_{c}"] - before[f"htm_aborts_{c}"])
+              for c in HW_ABORT_CAUSES}
+    out["hw.aborts"] = sum(causes.values())
+    out.update({f"hw.aborts.{c}": v for c, v in causes.items()})
+    return out
+
+
+def abort_summary(r: RunResult) -> str:
+    """One line on aborts: transactions given up, and hardware aborts by cause (retried)."""
+    text = f"aborts: {r.aborts:,} transaction(s) given up"
+    hw = r.counters.get("hw.aborts")
+    if hw is None:
+        return text
+    causes = ", ".join(f"{c} {int(r.counters[f'hw.aborts.{c}']):,}" for c in HW_ABORT_CAUSES
+                       if r.counters.get(f"hw.aborts.{c}"))
+    return (f"{text}; {int(hw):,} hardware abort(s) in {int(r.counters['hw.begins']):,} "
+            f"hardware transactions, each retried or run on the fallback path"
+            + (f" (by abort status: {causes}; lock = xabort(0xFF) on a taken fallback lock)"
+               if causes else ""))
 
 
 def _label(obj: Any, ref: Any) -> str:
@@ -176,6 +210,7 @@ def run_experiment(runtime: str | type | Mutant, workload: WorkloadArg,
     a50, a90, a99 = (float(x) for x in np.percentile(ack, [50, 90, 99]))
     k1 = rt.counters()
     counters = {k: float(v - k0.get(k, 0)) for k, v in k1.items()}
+    counters.update(hw_abort_counters(before, after))
     return RunResult(
         runtime=runtime, workload=workload, domain=m.config.domain, threads=threads,
         txs=commits + aborts, commits=commits, aborts=aborts, sim_ns=sim,

@@ -614,7 +614,7 @@ def run_sweep(fn: PointFn, points: Sequence[Mapping[str, Any]], *,
     carries ``version`` (added if missing), and ``seed`` and ``config`` from the point when
     the row lacks them. See the module docstring for executors, the cache, retries and
     interrupts. Duplicate points run once."""
-    from tqdm import tqdm
+    from ..progress import Progress
 
     name = _fn_name(fn)
     try:
@@ -640,9 +640,7 @@ def run_sweep(fn: PointFn, points: Sequence[Mapping[str, Any]], *,
     spec = _executor_spec(executor, jobs)
     keys = [_point_key(name, c) for c in canon]
     cache_dir = _cache_dir(cache, name) if cache is not None else None
-    show = sys.stderr.isatty() if progress is None else progress
-    with tqdm(total=len(set(keys)), desc=label, unit="pt", file=sys.stderr, disable=not show,
-              dynamic_ncols=True) as bar:
+    with Progress(len(set(keys)), label, "pt", enabled=progress) as bar:
         sw = _Sweep(fn, name, label, [dict(p) for p in given], canon, keys, cache_dir, bar)
         pending = []
         bad: list[tuple[Path, str]] = []
@@ -656,7 +654,7 @@ def run_sweep(fn: PointFn, points: Sequence[Mapping[str, Any]], *,
                 sw.rows[key] = row
                 bar.update(1)
         if cache_dir is not None:
-            _report_cache(cache_dir, bad, lambda m: tqdm.write(m, file=sys.stderr))
+            _report_cache(cache_dir, bad, bar.write)
         if pending:
             _run(sw, spec, executor, pending, jobs, retries)
     return [copy.deepcopy(sw.rows[k]) for k in keys]
@@ -712,6 +710,7 @@ def _run(sw: _Sweep, spec: ExecutorSpec | None, executor: Any, pending: list[str
 def add_sweep_args(p: argparse.ArgumentParser) -> None:
     """``--jobs``, ``--dask``, ``--cache`` and ``--no-progress`` for a command that sweeps."""
     from ..options import MAX_JOBS, jobs_arg
+    from ..progress import add_progress_arg
 
     g = p.add_argument_group("sweep")
     g.add_argument("--jobs", type=jobs_arg, metavar="N",
@@ -722,8 +721,7 @@ def add_sweep_args(p: argparse.ArgumentParser) -> None:
                         "tcp://HOST:PORT uses a running scheduler")
     g.add_argument("--cache", metavar="DIR",
                    help="keep each finished point in DIR; a rerun computes only the missing ones")
-    g.add_argument("--no-progress", action="store_true",
-                   help="no progress bar (shown only when stderr is a terminal anyway)")
+    add_progress_arg(g)
 
 
 def sweep_options(args: argparse.Namespace) -> dict[str, Any]:

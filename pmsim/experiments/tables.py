@@ -19,31 +19,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import ConfigError
+from ..stats import num
 
 Format = Literal["md", "csv", "latex", "text"]
 FORMATS: tuple[str, ...] = ("md", "csv", "latex", "text")
-
-
-def num(v: Any, digits: int = 3) -> str:
-    """A number for people: ``digits`` significant digits, thousands separators, no exponent
-    below 1e15; ints as ints; NaN and None as a dash; anything else as ``str``."""
-    if v is None:
-        return "-"
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        return str(v)
-    if isinstance(v, int):
-        return f"{v:,}"
-    if math.isnan(v):
-        return "-"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    if v == 0:
-        return "0"
-    mag = math.floor(math.log10(abs(v)))
-    if mag >= 15:
-        return f"{v:.{digits - 1}e}"
-    decimals = max(0, digits - 1 - mag)
-    return f"{v:,.{decimals}f}"
 
 
 def ratio(v: Any) -> str:
