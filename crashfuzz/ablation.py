@@ -126,14 +126,12 @@ def flushing_groups(runtime: str | type, cfg: FuzzConfig) -> set[str]:
     return {name for name in found if kinds.get(name) == "group"}
 
 
-def ablation_size(runtime: str, steps: Iterable[str] | None, swaps: bool,
-                  base: FuzzConfig) -> int:
-    """How many mutations :func:`ablate` tries per domain with these arguments (a progress
-    display's total): one per step, plus one per adjacent pair when swapping."""
-    if steps:
-        return len(list(steps))
-    n = len({s.name for s in get_runtime(runtime).persist_steps()})
-    return n + (len(steps_seen(runtime, replace(base, runtime=runtime))[1]) if swaps else 0)
+def ablation_size(runtime: str, steps: Iterable[str] | None, swaps: bool, base: FuzzConfig,
+                  domains: Sequence[str] = DOMAINS) -> int:
+    """How many cells :func:`ablate` computes with these arguments (a progress display's
+    total): each planned mutation in each supported domain."""
+    _, domains, _, _, muts = _plan(runtime, domains, steps, swaps, base)
+    return len(muts) * len(domains)
 
 
 def _fuzz_until_killed(cls: type, domain: str, base: FuzzConfig) -> tuple[str, str, int | None, str,
@@ -156,10 +154,11 @@ def _fuzz_until_killed(cls: type, domain: str, base: FuzzConfig) -> tuple[str, s
     return ("redundant" if exhaustive else "undetermined"), last, None, "", states
 
 
-def ablate(runtime: str, domains: Sequence[str] = DOMAINS, steps: Iterable[str] | None = None,
-           swaps: bool = True, base: FuzzConfig | None = None,
-           progress: Callable[[AblationCell], None] | None = None) -> Ablation:
-    """The necessity matrix of ``runtime``: one cell per (mutation, supported domain)."""
+def _plan(runtime: str, domains: Sequence[str], steps: Iterable[str] | None, swaps: bool,
+          base: FuzzConfig | None) -> tuple[FuzzConfig, list[str], list[str], set[str],
+                                             list[tuple[Mutation, str, str]]]:
+    """What :func:`ablate` runs: its base config, the supported domains, notes on the refused
+    ones, the steps the crash-free runs exercise, and the (mutation, step, kind) list."""
     base = base or FuzzConfig(runtime=runtime, txs=8, idempotence=2, reduce=False, budget=4096,
                               new_tx=3, new_tx_every_image=True)
     base = replace(base, runtime=runtime)
@@ -187,6 +186,15 @@ def ablate(runtime: str, domains: Sequence[str] = DOMAINS, steps: Iterable[str] 
             muts.append((DropFlush(s), s, kinds[s]))
     if swaps and steps is None:
         muts += [(swap(a, b), f"{a} <-> {b}", "swap") for a, b in pairs]
+    return base, domains, skipped, seen, muts
+
+
+def ablate(runtime: str, domains: Sequence[str] = DOMAINS, steps: Iterable[str] | None = None,
+           swaps: bool = True, base: FuzzConfig | None = None,
+           progress: Callable[[AblationCell], None] | None = None) -> Ablation:
+    """The necessity matrix of ``runtime``: one cell per (mutation, supported domain)."""
+    base, domains, skipped, seen, muts = _plan(runtime, domains, steps, swaps, base)
+    cls = get_runtime(runtime)
     cells = Ablation(skipped=skipped)
     for m, step, kind in muts:
         label = str(m) if isinstance(m, Drop | DropFlush) else f"swap({step})"

@@ -244,7 +244,7 @@ def _cmd_ablate(args: argparse.Namespace) -> int:
                       order=args.order)
 
     domains = args.domain or ("pdom0", "pdom1", "pdom2")
-    with Progress(ablation_size(args.runtime, args.step, not args.no_swaps, base) * len(domains),
+    with Progress(ablation_size(args.runtime, args.step or None, not args.no_swaps, base, domains),
                   "ablate", "campaign", progress_enabled(args), check_stop=True) as bar:
         cells = ablate(args.runtime, domains, args.step or None, not args.no_swaps, base,
                        lambda cell: bar.update(1, f"{cell.mutation[:50]} {cell.domain}: "

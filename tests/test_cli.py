@@ -339,7 +339,7 @@ def test_run_of_an_htm_runtime_reports_hardware_aborts_by_cause(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out_json = tmp_path / "r.json"
     rc, out, _ = cli(capsys, "run", "--runtime", "htm", "--workload", "array", "--threads", "4",
-                     "--txs", "60", "-p", "slots=64", "-p", "per_tx=4", "-p", "lock_stripe=4",
+                     "--cores", "4", "--txs", "60", "-p", "slots=64", "-p", "per_tx=4", "-p", "lock_stripe=4",
                      "--json", str(out_json))
     assert rc == 0
     r = json.loads(out_json.read_text())
