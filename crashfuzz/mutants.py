@@ -50,7 +50,8 @@ WORKLOAD_TRIALS: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = (
 class KillRow:
     """One mutant in one domain. ``killed``: a campaign failed on the mutant and the base
     runtime passed the same campaign; ``base``: ``"passes"``, ``"fails"`` (the failure was the
-    base's own: not a kill) or ``"-"`` (no campaign failed on the mutant, none was run)."""
+    base's own: not a kill) or ``"-"`` (no campaign failed on the mutant, or the base check was
+    skipped: ``check_base=False``)."""
 
     mutant: str
     domain: str
@@ -120,13 +121,16 @@ def trials(base: FuzzConfig, first: str = "", txs: int = 0,
             yield replace(base, workload=name, params=params)
 
 
-def kill_one(mutant: Mutant, domain: str, base: FuzzConfig, runtime: str | None = None) -> KillRow:
+def kill_one(mutant: Mutant, domain: str, base: FuzzConfig, runtime: str | None = None,
+             check_base: bool = True) -> KillRow:
     """Fuzz ``mutant`` (registered, loaded by import path, or neither) in ``domain`` on the trial
     workloads until a campaign fails; that campaign is then run on the mutant's base runtime,
     and the row is a kill only if the base passes it. ``runtime``: the string that names the
     mutant (its registered name or import path, found by default), which the campaigns' configs
-    carry. Raises :class:`~pmsim.errors.UnsupportedDomainError` for a domain its runtime does
-    not support."""
+    carry. ``check_base=False`` skips the base campaign (the row's ``base`` is then "-"): a
+    passing base campaign runs to its end, which can cost minutes where the mutant's failure
+    took a second, so quick checks of a kill leave it to the full matrix. Raises
+    :class:`~pmsim.errors.UnsupportedDomainError` for a domain its runtime does not support."""
     t0 = time.perf_counter()
     states = 0
     last = None
@@ -142,6 +146,10 @@ def kill_one(mutant: Mutant, domain: str, base: FuzzConfig, runtime: str | None 
         last = cfg
         if not rep.ok:
             failure = rep.failures[0].summary()
+            if not check_base:
+                return KillRow(mutant.name, domain, domain in mutant.domains, True, cfg.workload,
+                               rep.first_failure_point, failure, states,
+                               time.perf_counter() - t0)
             base_ok, base_failure = base_result(mutant.base, cfg)
             if not base_ok:
                 failure = f"the base runtime fails too: {base_failure}"
@@ -154,7 +162,8 @@ def kill_one(mutant: Mutant, domain: str, base: FuzzConfig, runtime: str | None 
 
 def kill_matrix(mutants: Sequence[str] | None = None, domains: Sequence[str] = DOMAINS,
                 base: FuzzConfig | None = None,
-                progress: Callable[[KillRow], None] | None = None) -> KillMatrix:
+                progress: Callable[[KillRow], None] | None = None,
+                check_base: bool = True) -> KillMatrix:
     """Fuzz every mutant (default: all registered) in every domain its runtime supports; one
     row each. A mutant is a registered name or the import path of a module-level Mutant
     (``"my_mutants.py:m"``). Pairs in an unsupported domain are listed in the result's
@@ -182,7 +191,7 @@ def kill_matrix(mutants: Sequence[str] | None = None, domains: Sequence[str] = D
         f"not run in {d}, which their runtime does not support: {', '.join(ns)} (see "
         "supported_domains)" for d, ns in refused.items()])
     for name, m, d in pairs:
-        row = kill_one(m, d, base, name)
+        row = kill_one(m, d, base, name, check_base)
         rows.append(row)
         if progress:
             progress(row)

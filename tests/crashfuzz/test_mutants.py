@@ -30,8 +30,11 @@ def test_every_card_mutation_is_registered() -> None:
     assert want <= set(NAMES)
 
 
-def _check(name: str, domains: tuple[str, ...]) -> None:
-    rows = kill_matrix([name], domains)
+def _check(name: str, domains: tuple[str, ...], check_base: bool = False) -> None:
+    """``name`` killed or surviving as its card says. The base campaign of each kill (a full
+    campaign of the unmodified runtime) runs in the slow suite and in the committed matrix
+    (``crashfuzz mutants``), which the default suite reads below."""
+    rows = kill_matrix([name], domains, check_base=check_base)
     for r in rows:
         assert r.as_expected, (
             f"{r.mutant} in {r.domain}: {'killed' if r.killed else 'survived'}, expected "
@@ -56,6 +59,26 @@ def test_mutant_killed_exactly_where_it_is_a_bug(name: str) -> None:
         _check(name, ("pdom1",) if "pdom1" in bug else tuple(bug))
     else:
         _check(name, ("pdom1", "pdom2"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_every_kill_is_the_mutants_own(name: str) -> None:
+    """The unmodified runtime passes each campaign that kills a mutant."""
+    bug = get_mutant(name).domains
+    _check(name, ("pdom1",) if "pdom1" in bug else tuple(bug), check_base=True)
+
+
+def test_the_committed_matrix_checked_every_kill_against_its_base() -> None:
+    """docs/kill-matrix.txt (``crashfuzz mutants``) records a passing base campaign beside every
+    kill, and no kill that was the base runtime's own failure."""
+    rows = read_kill_matrix(Path(__file__).parents[2] / "docs" / "kill-matrix.txt")
+    assert rows
+    for r in rows:
+        where = f"{r['mutant']} in {r['domain']}"
+        assert r["base"] != "fails", f"{where}: the base runtime fails its kill campaign"
+        if r["killed"]:
+            assert r["base"] == "passes", f"{where}: a kill without a base campaign"
 
 
 @pytest.mark.slow

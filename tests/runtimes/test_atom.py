@@ -359,7 +359,7 @@ BASE = FuzzConfig(txs=8, idempotence=2, reduce=False, budget=4096, new_tx=3,
                                               ("atom:A2", "pdom1")])
 def test_card_mutants_are_killed_on_their_workload(name: str, domain: str) -> None:
     m = MUTANTS[name]
-    row = kill_one(m, domain, BASE, name)
+    row = kill_one(m, domain, BASE, name, check_base=False)
     assert row.killed and row.workload == m.workload, row
 
 

@@ -234,7 +234,7 @@ def test_the_mutants_are_registered() -> None:
 @pytest.mark.parametrize(("mutant", "domain"),
                          [(n, d) for n in MUTANTS for d in all_mutants()[n].domains])
 def test_mutant_killed_where_it_is_a_bug(mutant: str, domain: str) -> None:
-    row = kill_one(all_mutants()[mutant], domain, BASE, mutant)
+    row = kill_one(all_mutants()[mutant], domain, BASE, mutant, check_base=False)
     assert row.killed, f"{mutant} survived in {domain}"
 
 
