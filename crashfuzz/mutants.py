@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pmsim.errors import PmsimError
 from pmsim.runtimes.mutation import Mutant
 from pmsim.runtimes.registry import MUTANTS, get_mutant, get_runtime, reference
 from pmsim.usercode import import_path
@@ -49,8 +50,9 @@ WORKLOAD_TRIALS: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = (
 @dataclass
 class KillRow:
     """One mutant in one domain. ``killed``: a campaign failed on the mutant and the base
-    runtime passed the same campaign; ``base``: ``"passes"``, ``"fails"`` (the failure was the
-    base's own: not a kill) or ``"-"`` (no campaign failed on the mutant, or the base check was
+    runtime passed the same campaign (or refused it with a clear error, the check the mutant
+    removes); ``base``: ``"passes"``, ``"refuses"``, ``"fails"`` (the failure was the base's own:
+    not a kill) or ``"-"`` (no campaign failed on the mutant, or the base check was
     skipped: ``check_base=False``)."""
 
     mutant: str
@@ -90,15 +92,22 @@ _BASE_RESULTS: dict[tuple[Any, FuzzConfig], tuple[bool, str]] = {}
 campaign is deterministic, so the mutants of one protocol share them."""
 
 
-def base_result(cls: type, cfg: FuzzConfig) -> tuple[bool, str]:
-    """Whether the unmodified runtime ``cls`` passes campaign ``cfg`` (its ``runtime`` field
-    is replaced by ``cls``), and its first failure; cached per (runtime, config)."""
+def base_result(cls: type, cfg: FuzzConfig) -> tuple[str, str]:
+    """How the unmodified runtime ``cls`` does on campaign ``cfg`` (its ``runtime`` field is
+    replaced by ``cls``): ``("passes", "")``, ``("fails", first failure)``, or ``("refuses",
+    its error)`` when it rejects the run with a clear error (a workload it cannot serve, whose
+    check the mutant removed); cached per (runtime, config)."""
     ref = reference(cls)[0]
     cfg = replace(cfg, runtime=ref or cfg.runtime)
     key = (ref or cls, cfg)
     if key not in _BASE_RESULTS:
-        rep = fuzz(cfg, runtime=None if ref else cls)
-        _BASE_RESULTS[key] = (rep.ok, "" if rep.ok else rep.failures[0].summary())
+        try:
+            rep = fuzz(cfg, runtime=None if ref else cls)
+        except PmsimError as e:
+            _BASE_RESULTS[key] = ("refuses", str(e))
+        else:
+            _BASE_RESULTS[key] = (("passes", "") if rep.ok
+                                  else ("fails", rep.failures[0].summary()))
     return _BASE_RESULTS[key]
 
 
@@ -150,12 +159,12 @@ def kill_one(mutant: Mutant, domain: str, base: FuzzConfig, runtime: str | None 
                 return KillRow(mutant.name, domain, domain in mutant.domains, True, cfg.workload,
                                rep.first_failure_point, failure, states,
                                time.perf_counter() - t0)
-            base_ok, base_failure = base_result(mutant.base, cfg)
-            if not base_ok:
+            base, base_failure = base_result(mutant.base, cfg)
+            if base == "fails":
                 failure = f"the base runtime fails too: {base_failure}"
-            return KillRow(mutant.name, domain, domain in mutant.domains, base_ok, cfg.workload,
-                           rep.first_failure_point, failure, states, time.perf_counter() - t0,
-                           "passes" if base_ok else "fails")
+            return KillRow(mutant.name, domain, domain in mutant.domains, base != "fails",
+                           cfg.workload, rep.first_failure_point, failure, states,
+                           time.perf_counter() - t0, base)
     return KillRow(mutant.name, domain, domain in mutant.domains, False,
                    last.workload if last else "-", None, "", states, time.perf_counter() - t0)
 

@@ -214,7 +214,7 @@ def kill_point(point: Mapping[str, Any]) -> dict[str, Any]:
 
 def read_kill_matrix(path: str | Path = KILL_MATRIX_FILE) -> list[dict[str, Any]]:
     """The rows of a kill-matrix table as ``crashfuzz mutants`` prints it (docs/kill-matrix.txt):
-    mutant, domain, killed, expected_kill, workload, ok (as expected) and base (``passes``,
+    mutant, domain, killed, expected_kill, workload, ok (as expected) and base (``passes``, ``refuses``,
     ``fails`` or ``-``; ``-`` also for a table written before the base was checked)."""
     p = Path(path)
     try:

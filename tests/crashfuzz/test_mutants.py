@@ -70,15 +70,16 @@ def test_every_kill_is_the_mutants_own(name: str) -> None:
 
 
 def test_the_committed_matrix_checked_every_kill_against_its_base() -> None:
-    """docs/kill-matrix.txt (``crashfuzz mutants``) records a passing base campaign beside every
-    kill, and no kill that was the base runtime's own failure."""
+    """docs/kill-matrix.txt (``crashfuzz mutants``) records a passing base campaign (or one the
+    base refuses with a clear error) beside every kill, and no kill that was the base runtime's
+    own failure."""
     rows = read_kill_matrix(Path(__file__).parents[2] / "docs" / "kill-matrix.txt")
     assert rows
     for r in rows:
         where = f"{r['mutant']} in {r['domain']}"
         assert r["base"] != "fails", f"{where}: the base runtime fails its kill campaign"
         if r["killed"]:
-            assert r["base"] == "passes", f"{where}: a kill without a base campaign"
+            assert r["base"] in ("passes", "refuses"), f"{where}: a kill without a base campaign"
 
 
 @pytest.mark.slow
@@ -121,6 +122,25 @@ def test_a_failure_the_base_shares_is_not_a_kill(monkeypatch: pytest.MonkeyPatch
     assert calls.count(BROKEN_UNDO) == 1 and len(calls) == 3
     table = format_matrix(rows)
     assert "base-fails" in table and "UNEXPECTED" in table and " fails " in table
+
+
+def test_a_base_that_refuses_the_campaign_leaves_the_kill(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A base that rejects the campaign with a clear error (the check its mutant removes, as
+    dudetx-locks-1r-fine refuses a cyclic lock graph) does not fail it: the kill stands."""
+    from pmsim.errors import PmsimError
+
+    real = mutants.fuzz
+
+    def refusing(cfg: FuzzConfig, runtime: object = None) -> object:
+        if runtime is BROKEN_UNDO:
+            raise PmsimError("broken-undo: this workload needs a check the mutant removes")
+        return real(cfg, runtime=runtime)
+
+    monkeypatch.setattr(mutants, "fuzz", refusing)
+    monkeypatch.setattr(mutants, "_BASE_RESULTS", {})
+    row = kill_one(Mutant("broken-undo:pb4", BROKEN_UNDO, [drop("undo.commit.pb4")],
+                          domains=("pdom1",)), "pdom1", SMALL)
+    assert (row.killed, row.base, row.verdict, row.as_expected) == (True, "refuses", "yes", True)
 
 
 def test_a_kill_records_that_the_base_passes() -> None:
