@@ -719,7 +719,7 @@ class NvHtmRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
             while (int(ld(a)), u) <= key:
                 yield from self._spin(cpu)
                 if cpu.clock - since > self.stall_ns:
-                    raise StallError(f"{self.name}: thread {me} waited {self.stall_ns:g} ns for "
+                    raise StallError(f"{self.name}: thread {me} waited {self.stall_ns:,.0f} ns for "
                                      f"thread {u}'s timestamp to pass {x}")
         self.counts.wait_ns += cpu.clock - t0
 
@@ -790,7 +790,7 @@ class NvHtmRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
             seen, since = self._progress, cpu.clock
             yield from self.idle(cpu, self.log_wait_ns)
             if self._progress == seen and cpu.clock - since > self.stall_ns:
-                raise StallError(f"{self.name}: thread {t} waited {self.stall_ns:g} ns for log "
+                raise StallError(f"{self.name}: thread {t} waited {self.stall_ns:,.0f} ns for log "
                                  "space with no checkpoint")
         self.counts.log_wait_ns += cpu.clock - t0
 

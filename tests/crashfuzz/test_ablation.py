@@ -82,7 +82,7 @@ def test_a_liveness_step_stalls_and_is_a_cell_not_an_error(capsys) -> None:
                  "--markdown"]) == 0
     out = capsys.readouterr().out
     assert "| `drop(nvhtm.commit.idle)` | stalls |" in out
-    assert "a liveness step" in out and "waited 20000 ns" in out
+    assert "a liveness step" in out and "waited 20,000 ns" in out
     cell = ablate("nvhtm-race[stall_ns=20000]", ("pdom1",), ["nvhtm.commit.idle"],
                   base=FuzzConfig(threads=1, txs=3))
     assert cell[0].verdict != "stalls"  # one thread waits for nobody
