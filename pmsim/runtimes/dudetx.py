@@ -412,7 +412,7 @@ class DudeTxRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
             seen, since = self._progress, cpu.clock
             yield from self.idle(cpu, self.vlog_wait_ns)
             if self._progress == seen and cpu.clock - since > self.stall_ns:
-                raise StallError(f"{self.name}: thread {tid} waited {self.stall_ns:g} ns for vlog "
+                raise StallError(f"{self.name}: thread {tid} waited {self.stall_ns:,.0f} ns for vlog "
                                  "space with no background progress")
         self.vlog_stall_ns += cpu.clock - t0
 
@@ -541,7 +541,7 @@ class DudeTxRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
                 idle_since = cpu.clock if idle_since is None else idle_since
                 if cpu.clock - idle_since > self.stall_ns:
                     raise PmsimError(f"{self.name}: the persist thread cannot place a record for "
-                                     f"{self.stall_ns:g} ns (plog full, Reproduce stuck)")
+                                     f"{self.stall_ns:,.0f} ns (plog full, Reproduce stuck)")
             yield from self.idle(cpu, self.persist_idle_ns)
         self._persist_done = True
 

@@ -366,7 +366,7 @@ class DudeTxLocksRuntime(CouplingLocks, DudeTxRuntime):
             seen, since = self._progress, cpu.clock
             yield from self.idle(cpu, self.graph_wait_ns)
             if self._progress == seen and cpu.clock - since > self.stall_ns:
-                raise StallError(f"{self.name}: thread {tid} waited {self.stall_ns:g} ns for room "
+                raise StallError(f"{self.name}: thread {tid} waited {self.stall_ns:,.0f} ns for room "
                                  "in the dependency graph with no background progress")
         self.graph_stall_ns += cpu.clock - t0
 

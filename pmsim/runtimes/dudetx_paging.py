@@ -427,7 +427,7 @@ class DudeTxPagingRuntime(DudeTxRuntime):
             if (self.R, self._unpins) != seen:
                 since, seen = cpu.clock, (self.R, self._unpins)
             elif cpu.clock - since > self.stall_ns:
-                raise StallError(f"{self.name}: thread {cpu.tid} waited {self.stall_ns:g} ns for "
+                raise StallError(f"{self.name}: thread {cpu.tid} waited {self.stall_ns:,.0f} ns for "
                                  f"a page ({kind} {arg}) with no progress")
         if kind == "touch":
             self.touch_waits += 1

@@ -114,7 +114,7 @@ class DudeTxSyncRuntime(DudeTxRuntime):
                 since, seen = cpu.clock, self._progress
                 continue
             if self._progress == seen and cpu.clock - since > self.stall_ns:
-                raise StallError(f"{self.name}: thread {t} waited {self.stall_ns:g} ns to persist "
+                raise StallError(f"{self.name}: thread {t} waited {self.stall_ns:,.0f} ns to persist "
                                  "and acknowledge its transaction with no progress")
             if self._progress != seen:
                 since, seen = cpu.clock, self._progress
