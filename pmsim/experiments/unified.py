@@ -96,8 +96,8 @@ class Unified:
         families = list(dict.fromkeys(["undo", "redo", "cow", *(n.split("-")[0] for n in names)]))
         protocols = sorted(names, key=lambda n: (families.index(n.split("-")[0]), n != n.split("-")[0],
                                                  names.index(n)))
-        for r in self.runtimes:  # a user's runtime by path ('file.py:Class') as everywhere
-            if r not in protocols and not (is_import_path(r) and get_runtime(r)):
+        for r in self.runtimes:  # a user's runtime by path ('file.py:Class'), not a mutant
+            if r not in protocols and (r in MUTANTS or not (is_import_path(r) and get_runtime(r))):
                 raise unknown("runtime", r, protocols)
         protocols = [r for r in protocols if not is_fuzz_variant(r)]
         get_workload("array")

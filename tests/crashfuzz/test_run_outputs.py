@@ -30,7 +30,7 @@ def no_fuzzing(monkeypatch: pytest.MonkeyPatch) -> None:
     ("--json", "missing/r.json", "does not exist"),
     ("--json", "adir", "is a directory"),
     ("--json", "afile/r.json", "is not a directory"),
-    ("--findings", "afile", "is not a directory"),
+    ("--findings", "afile", "is a file, not a directory"),
     ("--findings", "afile/sub", "is a file"),
 ])
 def test_unusable_output_path_exits_2_before_the_work(
