@@ -61,7 +61,7 @@ def test_litmus_suite_passes(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_mutants_subset(capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(["mutants", "--mutant", "redo:R2", "--domain", "pdom1", "--domain", "pdom2"])
+    rc = main(["mutants", "--mutant", "redo:R2", "--domain", "pdom1", "--domain", "pdom2", "--txs", "4"])
     out = capsys.readouterr().out
     assert rc == 0 and "redo:R2" in out and "0 unexpected" in out
 

@@ -36,7 +36,7 @@ from pmsim.workloads.array import Array
 class SlowArray(Array):
     """Array whose data reader, once the file 'slow' beside this one exists, says so (the file
     'inside') and waits for a signal, which it swallows, as user code with `except
-    BaseException` may; every later call then takes 3 s, so the unit of crash points it is in
+    BaseException` may; every later call then takes 1 s, so the unit of crash points it is in
     (hundreds of reads) would outlast the test's bound: a stop request checked within the unit
     ends the campaign after a few reads. (A later call that waited for a signal again would
     wait for ever when one crash image reads the data twice before the campaign's next check.)"""
@@ -44,7 +44,7 @@ class SlowArray(Array):
     def read_data(self, rt):
         here = Path(__file__)
         if here.with_name("caught").exists():
-            time.sleep(3)
+            time.sleep(1)
         elif here.with_name("slow").exists():
             here.with_name("inside").touch()
             while True:
