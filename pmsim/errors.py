@@ -55,8 +55,3 @@ class StallError(PmsimError):
     """A thread waited longer than its runtime's stall bound (``stall_ns``) for progress that
     never came: a liveness failure (e.g. a mutant without the step that wakes it), not a wrong
     crash state."""
-
-
-class WorkloadModelMismatch(PmsimError):
-    """A workload's data disagrees with its reference model without any crash: a bug in the
-    workload or its model, not a crash-consistency bug."""
