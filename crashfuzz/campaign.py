@@ -504,7 +504,7 @@ class Campaign:
             self.edges = rt.edge_providers()
         self.trace = drop_stores(self.full_trace, self.ignored)
         self.model = CrashModel(self.trace, cfg.order, cfg.domain, extra_edge_providers=self.edges)
-        self.history = TxHistory.from_trace(self.trace)
+        self.history = TxHistory.from_trace(self.trace, rt.commit_order)
         self.oracle = Oracle(self.history, wl.expected)
         # recovery needs its functional result, not its timing; a recovery whose own trace is
         # crash-tested (record=True) runs timed, and cfg.recovery='timed' times them all
@@ -1027,7 +1027,7 @@ class Campaign:
             if not proc.ok:
                 break
         trace = drop_stores(m.trace(), self.ignored)
-        history = TxHistory.from_trace(trace)
+        history = TxHistory.from_trace(trace, rt.commit_order)
         order = stage.order + _prefix_order(stage.history, match)
 
         def expected(txids: Sequence[int], order: list[int] = order) -> Hashable:

@@ -14,7 +14,6 @@ import os
 import signal
 import sys
 import tempfile
-import threading
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -32,7 +31,7 @@ from pmsim.cli import (
     positive_int,
 )
 from pmsim.errors import PmsimError
-from pmsim.interrupts import catching, stopped_by_sigterm
+from pmsim.interrupts import catching, ignore_further, requested, stopped_by_sigterm
 from pmsim.options import MAX_JOBS, check_output_dir, check_output_file, jobs_arg
 from pmsim.progress import Progress, add_progress_arg, progress_enabled
 from pmsim.usercode import user_error
@@ -166,9 +165,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             rep = fuzz(cfg, executor=ex, shards=shards, progress=bar)
     except Interrupted as e:
         rep, code = e.report, _exit_code(e)
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second signal must not lose them
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        ignore_further()  # a second signal must not lose them
         print(f"crashfuzz: interrupted; keeping what {rep.points} of {rep.points_planned} crash "
               "points found", file=sys.stderr)
     finally:
@@ -395,11 +392,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         with catching(sigterm=True, force=True):
-            return int(args.fn(args))
+            rc = int(args.fn(args))
+            stopped = requested()
+        if stopped:
+            ignore_further()
+        return rc
     except PmsimError as e:
         print(f"crashfuzz: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
+        ignore_further()
         print("crashfuzz: interrupted", file=sys.stderr)
         return _exit_code(e)
     except (Exception, SystemExit) as e:  # user code that raised or exited, named

@@ -33,14 +33,18 @@ from pmsim.trace import Ev, Mark, Trace
 class TxHistory:
     """What the crash-free run did: per-thread committed txids and their marker positions."""
 
-    commit_order: list[int]  # txids in the order of their TX_COMMIT markers
+    commit_order: list[int]  # txids in serialization order (default: of their TX_COMMIT markers)
     by_thread: dict[int, list[int]]  # tid -> committed txids in program order
     begin_pos: dict[int, int]  # txid -> trace index of TX_BEGIN
     durable_pos: dict[int, int]  # txid -> trace index of TX_DURABLE (absent: never acked)
     _bounds: dict[int, dict[int, tuple[int, int]]] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_trace(cls, trace: Trace) -> TxHistory:
+    def from_trace(cls, trace: Trace, order: Sequence[int] = ()) -> TxHistory:
+        """The history of ``trace``; ``order``: the runtime's serialization order
+        (``Runtime.commit_order``), which places a read-only transaction at its snapshot where
+        its TX_COMMIT marker may come later; the committed transactions it omits keep their
+        marker order after it."""
         ev = trace.events
         marks = np.nonzero(ev["kind"] == Ev.MARK)[0]
         begin: dict[int, int] = {}
@@ -59,6 +63,11 @@ class TxHistory:
             elif code == Mark.TX_ABORT:
                 aborted.add(txid)
         committed = [t for t in committed if t not in aborted]
+        if order:
+            known = set(committed)
+            first = [t for t in order if t in known]
+            seen = set(first)
+            committed = first + [t for t in committed if t not in seen]
         by_thread: dict[int, list[int]] = {}
         for txid in sorted(committed, key=lambda t: begin.get(t, -1)):
             by_thread.setdefault(txid >> 32, []).append(txid)

@@ -21,7 +21,7 @@ from typing import Any
 
 from .config import MachineConfig, describe
 from .errors import PmsimError
-from .interrupts import catching
+from .interrupts import catching, ignore_further, requested
 from .presets import PRESETS, preset
 
 
@@ -330,12 +330,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with catching():  # a Ctrl-C is recorded: told apart from user code raising one
             rc = int(run(args))  # type: ignore[operator]
+            stopped = requested()
+        if stopped:
+            ignore_further()
         sys.stdout.flush()
         return rc
     except PmsimError as e:
         print(f"pmsim: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        ignore_further()
         print("pmsim: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into e.g. `head`

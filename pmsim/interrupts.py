@@ -87,6 +87,15 @@ def catching(sigterm: bool = False, force: bool = False) -> Iterator[None]:
             _PENDING.clear()
 
 
+def ignore_further() -> None:
+    """A process that was told to stop and is exiting ignores SIGINT and SIGTERM from now on:
+    at exit Python puts back the default action, and a second Ctrl-C then would kill it while
+    it flushes what the first one saved (exit status -2 instead of 130). Main thread only."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
 def stopped_by_sigterm(e: BaseException) -> bool:
     """Whether ``e``, or an exception in its cause/context chain, is a :class:`Terminated`."""
     seen: BaseException | None = e
@@ -97,5 +106,5 @@ def stopped_by_sigterm(e: BaseException) -> bool:
     return False
 
 
-__all__ = ["Terminated", "active", "catching", "raise_pending", "requested",
+__all__ = ["Terminated", "active", "catching", "ignore_further", "raise_pending", "requested",
            "stopped_by_sigterm"]

@@ -34,6 +34,9 @@ the transaction's record: pm_alloc/pm_free set/clear the block's bit in the shad
 through the STM, so the bitmap in PM changes only by Reproduce and recovery.
 
 The serialization order is the ID order (``commit_order`` and the TX_COMMIT markers follow it);
+a read-only transaction takes no ID and is serialized at its STM snapshot: ``commit_order``
+places it right after the update it read last, though its TX_COMMIT marker comes when it
+ends (later updates may have committed by then; the crash oracle reads ``commit_order``);
 durability is D passing the ID (TX_DURABLE, emitted by the persist thread), so the crash oracle
 needs nothing DUDETx-specific. The persistence protocol is the named steps of
 ``DudeTxRuntime.STEPS``; the card's mutants are data at the end of this module (patches in
@@ -306,6 +309,7 @@ class DudeTxRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
         self.bandwidth = Bandwidth(self.persist_latency_ns, self.persist_bw)
         self._quantum = min(machine.config.quantum_ns, self.pause_quantum_ns)
         self.ack_latencies: list[float] = []
+        self._serial: list[tuple[int, int]] = []  # STM serial keys of commit_order's entries
         self.vlog_stalls = 0
         self.vlog_stall_ns = 0.0
         self.logged_entries = 0
@@ -456,6 +460,7 @@ class DudeTxRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
         assert tx is not None
         self._vq[t].append(Record(ident, t, tx.txid, entries, slot - len(entries)))
         self.commit_order.append(tx.txid)
+        self._serial.append(stx.serial)
         cpu.mark(Mark.TX_COMMIT, tx.txid)
         self._queue_ack(t, ident, tx)
 
@@ -498,7 +503,13 @@ class DudeTxRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
         """A read-only transaction takes no ID; it is durable once D reaches the counter it saw."""
         key = cpu.load(self._ctr)
         t = tx.tid
-        self.commit_order.append(tx.txid)
+        assert isinstance(tx, DudeTxTx)
+        serial = tx.stx.serial
+        i = len(self._serial)
+        while i and self._serial[i - 1] > serial:  # updates that committed after its snapshot
+            i -= 1
+        self._serial.insert(i, serial)
+        self.commit_order.insert(i, tx.txid)
         cpu.mark(Mark.TX_COMMIT, tx.txid)
         if not self._acks[t] and key <= self.D:
             cpu.mark(Mark.TX_DURABLE, tx.txid)

@@ -4,14 +4,17 @@ report and exits 130 (SIGINT) or 143 (SIGTERM)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
 import re
 import select
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -23,8 +26,10 @@ import pytest
 from crashfuzz import FuzzConfig, fuzz
 from crashfuzz.campaign import CHUNK_POINTS, Interrupted
 
-# undo:U1 fails in the first chunk of crash points (about 1 s of CPU); all of it takes minutes
-LONG = ["run", "--runtime", "undo:U1", "--txs", "200", "--budget", "100000", "--no-replay"]
+# undo:U1 fails in the first unit of crash points (a unit takes about 2 s of CPU at this
+# budget); all 88 units take minutes
+LONG = ["run", "--runtime", "undo:U1", "--txs", "200", "--budget", "1024", "--samples", "64",
+        "--no-replay"]
 
 SLOW = '''
 import time
@@ -103,6 +108,9 @@ def _interrupt(tmp: Path, jobs: int, sig: signal.Signals, group: bool,
     campaign printed, and only a hang meets the generous bound."""
     (tmp / "slow.py").write_text(SLOW)
     leader, term = pty.openpty()
+    # a terminal of 24 x 100 (a new pty reports 0 columns, which turns the bar into plain lines
+    # printed at most every 30 s)
+    fcntl.ioctl(term, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
     p = subprocess.Popen([sys.executable, "-m", "crashfuzz", *LONG, "--jobs", str(jobs),
                           "--workload", f"{tmp / 'slow.py'}:SlowArray",
                           "--findings", str(tmp / "findings"), "--json", str(tmp / "r.json")],
