@@ -500,16 +500,20 @@ class DudeTxRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
             old = got
 
     def _commit_read_only(self, cpu: Any, tx: Tx) -> None:
-        """A read-only transaction takes no ID; it is durable once D reaches the counter it saw."""
+        """A read-only transaction takes no ID; it is durable once D reaches the counter it saw.
+        It is serialized at its snapshot under the STM (``_serial`` holds the STM's keys of
+        ``commit_order``'s entries), at its commit under HTM."""
         key = cpu.load(self._ctr)
         t = tx.tid
-        assert isinstance(tx, DudeTxTx)
-        serial = tx.stx.serial
-        i = len(self._serial)
-        while i and self._serial[i - 1] > serial:  # updates that committed after its snapshot
-            i -= 1
-        self._serial.insert(i, serial)
-        self.commit_order.insert(i, tx.txid)
+        if isinstance(tx, DudeTxTx):  # under the STM: at its snapshot
+            serial = tx.stx.serial
+            i = len(self._serial)
+            while i and self._serial[i - 1] > serial:  # updates committed after its snapshot
+                i -= 1
+            self._serial.insert(i, serial)
+            self.commit_order.insert(i, tx.txid)
+        else:  # under HTM: at its commit, now
+            self.commit_order.append(tx.txid)
         cpu.mark(Mark.TX_COMMIT, tx.txid)
         if not self._acks[t] and key <= self.D:
             cpu.mark(Mark.TX_DURABLE, tx.txid)
