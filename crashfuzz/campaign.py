@@ -51,8 +51,9 @@ from pmsim.runtimes.mutation import Mutant
 from pmsim.runtimes.registry import MUTANTS, declares_crash_irrelevant, get_runtime, reference
 from pmsim.runtimes.steps import step_at
 from pmsim.trace import Ev, Trace
-from pmsim.usercode import UserCodeError, import_path, reraise, user_raised
+from pmsim.usercode import hang_error, import_path, reraise, user_raised
 from pmsim.usercode import where as user_where
+from pmsim.watchdog import MIN_OPS, OPS_FACTOR, SECONDS, Hang, Watchdog, bounded, ops
 from pmsim.workloads.base import Workload, build_workload, fuzz_defaults, get_workload
 from pmsim.workloads.base import WorkloadArg as WorkloadArg
 from pmsim.workloads.base import reference as workload_reference
@@ -62,7 +63,6 @@ from .classes import ReadClasses
 from .model import image_hash
 from .oracle import Oracle, TxHistory
 from .states import CrashModel
-from .watchdog import MIN_OPS, OPS_FACTOR, SECONDS, Hang, Watchdog, bounded, ops
 
 POINT_KINDS = ("reduced", "every", "sampled")
 
@@ -437,7 +437,7 @@ class Campaign:
     recovery_min_ops: int = MIN_OPS
     recovery_ops_factor: int = OPS_FACTOR
     recovery_seconds: float = SECONDS
-    """Recovery budget (see :mod:`crashfuzz.watchdog`): a recovery, data read and invariant
+    """Recovery budget (see :mod:`pmsim.watchdog`): a recovery, data read and invariant
     check of one image may issue ``max(recovery_min_ops, recovery_ops_factor x the crash-free
     run's operations)`` machine operations and use ``recovery_seconds`` of CPU time; beyond
     either it is a finding of kind ``crash`` ("... did not terminate within ...")."""
@@ -1389,9 +1389,7 @@ def _reraise(e: BaseException, context: str) -> NoReturn:
     """Raise ``e``, as a UserCodeError naming the user's frame if user code failed (a loop
     that did not terminate too), ``context`` saying when."""
     if isinstance(e, Hang):
-        found = user_where(e)
-        raise UserCodeError(f"{'user code' if found else 'the run'} did not terminate{found}, "
-                            f"{context}: {e.detail}; fix the loop") from e
+        raise hang_error(e, context, e.detail) from e
     reraise(e, context)
 
 

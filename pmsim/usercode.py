@@ -320,6 +320,20 @@ def user_error(e: BaseException, context: str = "") -> UserCodeError | None:
                          + f"; {advice}")
 
 
+def hang_error(e: BaseException, context: str, detail: str) -> PmsimError:
+    """The error for a run that did not terminate (a :class:`~pmsim.watchdog.Hang`): a
+    :class:`UserCodeError` naming the user's frame the loop was in, else a StallError (the
+    loop is pmsim's own: a runtime that waits for progress that never comes)."""
+    from .errors import StallError
+
+    found = where(e)
+    if found:
+        return UserCodeError(f"user code did not terminate{found}, {context}: {detail}; fix "
+                             "the loop")
+    return StallError(f"the run did not terminate, {context}: {detail}; if a runtime or "
+                      "workload of yours waits for a condition, check that something sets it")
+
+
 def reraise(e: BaseException, context: str = "") -> NoReturn:
     """Raise ``e``, as a :class:`UserCodeError` (caused by it) if user code failed."""
     err = user_error(e, context)
@@ -328,7 +342,8 @@ def reraise(e: BaseException, context: str = "") -> NoReturn:
     raise err from e
 
 
-__all__ = ["MODULE_PREFIX", "UserCodeError", "reraise", "describe_failure", "is_user_file", "user_error",
-           "user_frame", "user_raised", "where", "candidates", "display_name", "import_path", "is_file_path",
+__all__ = ["MODULE_PREFIX", "UserCodeError", "hang_error", "reraise", "describe_failure",
+           "is_user_file", "user_error", "user_frame", "user_raised", "where", "candidates",
+           "display_name", "import_path", "is_file_path",
            "is_import_path", "load_attr", "load_file", "load_module", "module_name_for",
            "remember"]

@@ -21,7 +21,12 @@ from ..config import MachineConfig
 from ..machine import Machine
 from ..runtimes import Mutant, Runtime, RuntimeCosts, fit_pm, get_runtime
 from ..runtimes.background import run_threads
+from ..watchdog import Hang, bounded, bounding
 from .base import Workload, WorkloadArg, build_workload
+
+STALL_SECONDS = 30.0
+"""CPU seconds a run may spend without finishing a transaction before it is stopped as a loop
+that never ends (the bound restarts at every finished transaction)."""
 
 
 @dataclass
@@ -72,12 +77,27 @@ class Session:
         m.reset_trace()
         return cls(m, rt, wl)
 
-    def run(self, txs: int) -> None:
+    def run(self, txs: int, stall_seconds: float | None = None) -> None:
         """Run ``txs`` transactions on every thread to completion (with the runtime's
-        background threads, stopped once the workers are done)."""
-        wl = self.workload
-        run_threads(self.runtime, [(wl.thread_body, t, (self.runtime, t, txs))
-                                   for t in range(wl.threads)])
+        background threads, stopped once the workers are done). A run that finishes no
+        transaction for ``stall_seconds`` (default :data:`STALL_SECONDS`) of CPU time (a loop
+        in a body that never ends) stops with a :class:`~pmsim.usercode.UserCodeError` naming
+        the loop's line, unless the caller bounds it itself (:func:`pmsim.watchdog.bounded`)."""
+        wl, rt = self.workload, self.runtime
+        stall_seconds = STALL_SECONDS if stall_seconds is None else stall_seconds
+        threads = [(wl.thread_body, t, (rt, t, txs)) for t in range(wl.threads)]
+        if bounding():
+            run_threads(rt, threads)
+            return
+        try:
+            with bounded(stall_seconds, lambda: len(rt.commit_order) + rt.aborts):
+                run_threads(rt, threads)
+        except Hang as h:
+            from ..usercode import hang_error
+
+            raise hang_error(h, f"running {txs} transactions per thread of {wl.name} on "
+                             f"{rt.name}", f"no transaction finished within {stall_seconds:g} s "
+                             "of CPU time") from h
 
     def check(self) -> bool:
         """Whether the current data equals the reference after the committed transactions."""

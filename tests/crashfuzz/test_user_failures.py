@@ -12,6 +12,7 @@ import pytest
 from crashfuzz.campaign import Campaign
 from crashfuzz.cli import main
 from pmsim.cli import main as pmsim_main
+from pmsim.workloads import session
 
 USER = '''
 import sys
@@ -213,6 +214,13 @@ def test_a_loop_in_the_crash_free_run_is_an_error(
                           "(user.py, line"), err
     assert err.rstrip().endswith("the crash-free run finished no transaction within 0.5 s of "
                                  "CPU time; fix the loop")
+    if jobs == "1":  # pmsim run (every Session.run) stops the loop the same way
+        monkeypatch.setattr(session, "STALL_SECONDS", 0.5)
+        assert pmsim_main(["run", "--workload", f"user.py:{cls}", "--txs", "5"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("pmsim: error: user code did not terminate in LoopsInBody.body "
+                              "(user.py, line"), err
+        assert "no transaction finished within 0.5 s of CPU time; fix the loop" in err, err
 
 
 @pytest.mark.parametrize("cls", ["LoopsInReader", "LoopsInModel"])

@@ -1,4 +1,5 @@
-"""A budget for recovery code: a crash image must not hang the campaign.
+"""Budgets for user code that may loop forever: a crash image must not hang a fuzz campaign,
+nor a workload body a run.
 
 Recovery (and the workload's data reader) run user code on arbitrary crash images, where a
 corrupt pointer can make a loop run forever. :class:`Watchdog` bounds it two ways:
@@ -12,10 +13,11 @@ corrupt pointer can make a loop run forever. :class:`Watchdog` bounds it two way
   (a loop over ``Machine.peek``): :attr:`Watchdog.seconds` of process CPU time, counted in
   timer ticks (to within one tick).
 
-Code that is not a recovery but may loop forever too (the crash-free run, whose length the
-user chooses, and the check of its data) runs under :func:`bounded`: a CPU-time bound that a
-``progress`` count (transactions finished) resets, so a long run that progresses never
-overruns it, and one stuck in a loop does within the bound.
+Code that is not a recovery but may loop forever too (every run of transactions,
+:meth:`pmsim.workloads.Session.run`, whose length the user chooses; the check of its data)
+runs under :func:`bounded`: a CPU-time bound that a ``progress`` count (transactions
+finished) resets, so a long run that progresses never overruns it, and one stuck in a loop
+does within the bound.
 
 While guarded code runs in the main thread, a CPU-time interval timer (``SIGVTALRM``, every
 :data:`TICK` CPU seconds) checks both and raises :class:`Hang` into it. The timer is armed on
@@ -131,6 +133,11 @@ class _Bound:
             raise Hang(self.detail)
 
 
+def bounding() -> bool:
+    """Whether a :func:`bounded` block is active in this thread (an outer caller's bound)."""
+    return _bound is not None and threading.current_thread() is threading.main_thread()
+
+
 @contextmanager
 def bounded(seconds: float, progress: Callable[[], int] | None = None,
             detail: str = "") -> Iterator[None]:
@@ -212,4 +219,4 @@ os.register_at_fork(after_in_child=_forked)
 
 
 __all__ = ["Hang", "MIN_OPS", "NS_PER_OP", "OPS", "OPS_FACTOR", "SECONDS", "TICK", "Watchdog",
-           "bounded", "ops"]
+           "bounded", "bounding", "ops"]

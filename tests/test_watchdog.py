@@ -8,10 +8,10 @@ import threading
 
 import pytest
 
-from crashfuzz import watchdog
 from crashfuzz.campaign import fuzz_machine
-from crashfuzz.watchdog import Hang, Watchdog, ops
+from pmsim import watchdog
 from pmsim.machine import Machine
+from pmsim.watchdog import Hang, Watchdog, ops
 
 
 def machine_after(loads: int) -> Machine:
