@@ -79,7 +79,11 @@ def inside(v: float, interval: tuple[float, float]) -> bool:
 
 
 def fmt_interval(interval: tuple[float, float]) -> str:
-    return f"[{interval[0]:.3g}, {interval[1]:.3g}]"
+    """``[lo, hi]`` with 3 significant digits and no exponent (``[0.9, 1,500]``)."""
+    def one(v: float) -> str:
+        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+
+    return f"[{one(interval[0])}, {one(interval[1])}]"
 
 
 # -- findings -----------------------------------------------------------------------------------

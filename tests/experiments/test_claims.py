@@ -18,6 +18,7 @@ from pmsim.experiments.claims import (
     Rows,
     about,
     band,
+    fmt_interval,
     get_paper,
     register_paper,
     same,
@@ -206,3 +207,9 @@ def test_paper_validation_and_registry() -> None:
         get_paper("marathee")
     with pytest.raises(ConfigError, match="PAPER"):
         register_paper("pmsim.experiments.tables")
+
+
+def test_intervals_print_without_an_exponent() -> None:
+    assert fmt_interval((0.9, 1500.0)) == "[0.9, 1,500]"
+    assert fmt_interval((1.0, 2.25)) == "[1, 2.25]"
+    assert "e" not in fmt_interval((0.0123, 1e6))
