@@ -89,7 +89,7 @@ def save_results(out: Path, doc: Mapping[str, Any]) -> Path:
     path = out / RESULTS
     try:
         out.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
+        path.write_text(json.dumps(doc, indent=1, default=str) + "\n")  # columns keep their order
     except OSError as e:
         raise ConfigError(f"cannot write the results to {str(out)!r} ({e.strerror or e}); give "
                           "--out a writable directory") from None
@@ -108,6 +108,10 @@ def load_results(where: str | Path) -> dict[str, Any]:
     except (OSError, ValueError) as e:
         raise ConfigError(f"cannot read saved results {str(path)!r}: {e}") from None
     check_results(doc, str(path))
+    papers = doc.get("papers")
+    if isinstance(papers, dict):  # the registry's order (the file's keys are sorted)
+        order = {n: i for i, n in enumerate(paper_names())}
+        doc["papers"] = dict(sorted(papers.items(), key=lambda kv: order.get(kv[0], len(order))))
     return doc
 
 
