@@ -50,6 +50,12 @@ writes every log entry through; seconds for the others): checked only in the slo
 kills in the default one."""
 
 
+SLOW_KILL = {"dudetx-locks:M14b": ("pdom2",)}
+"""Mutants whose kill takes long to show in a domain (M14b in PDOM-1: about a minute of
+read-set classes, each recovered and run on, before point 291; 0.4 s in PDOM-2): the default
+suite checks them in the domains given, the slow suite and the committed matrix in all."""
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_mutant_killed_exactly_where_it_is_a_bug(name: str) -> None:
     """PDOM-1 (where nearly every mutant is a bug) and PDOM-2 (where drop-barrier ones are not);
@@ -58,7 +64,7 @@ def test_mutant_killed_exactly_where_it_is_a_bug(name: str) -> None:
     if name in SLOW_SURVIVAL:
         _check(name, ("pdom1",) if "pdom1" in bug else tuple(bug))
     else:
-        _check(name, ("pdom1", "pdom2"))
+        _check(name, SLOW_KILL.get(name, ("pdom1", "pdom2")))
 
 
 @pytest.mark.slow
