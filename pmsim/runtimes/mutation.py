@@ -236,7 +236,7 @@ class Mutant:
 
     @property
     def base(self) -> type[Runtime]:
-        from .registry import get_runtime
+        from .registry import get_runtime  # lazy: the registry imports this module
 
         return self.runtime if isinstance(self.runtime, type) else get_runtime(self.runtime)
 

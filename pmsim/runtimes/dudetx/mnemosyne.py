@@ -41,8 +41,8 @@ truncation point, which Mnemosyne's log manager provides). So a transaction issu
 orderings, but only the log's carries the emulated persist latency: the "synchronous persist
 per transaction" of card §10. With CLFLUSH a line is in the WPQ when the flush returns, so in
 PDOM-1/2 the orderings are cheap fences and only PDOM-0 pays a barrier for each. The Intel
-STM compiler's instrumentation is TinySTM's ``access_ns`` per access here. docs/protocols/
-baselines.md describes the protocol.
+STM compiler's instrumentation is TinySTM's ``access_ns`` per access here.
+docs/protocols/dudetx/baselines.md describes the protocol.
 """
 
 from __future__ import annotations

@@ -11,10 +11,11 @@ buffered in a volatile write set while it runs (a read of a written word sees th
 value; the load is still issued, so the timing is that of the in-place access), and at commit:
 
 1. ``nvml.log.record`` / ``nvml.log.checksum``: one undo record per written range (the
-   :mod:`.undo` record format: sentinel, version, address, length, old words, checksum), all
-   at once; ``nvml.log.flush``: CLFLUSH their lines; ``nvml.log.pb``: the one ordering of the
-   log (when the batch reaches past the previous transaction's first record, the header's
-   ordering ``undo.append.order-header`` comes first, as in ``undo``); ``nvml.log.tail``;
+   :mod:`pmsim.runtimes.marathe.undo` record format: sentinel, version, address, length, old
+   words, checksum), all at once; ``nvml.log.flush``: CLFLUSH their lines; ``nvml.log.pb``: the
+   one ordering of the log (when the batch reaches past the previous transaction's first
+   record, the header's ordering ``undo.append.order-header`` comes first, as in ``undo``);
+   ``nvml.log.tail``;
 2. ``nvml.write.in-place``: the buffered values stored at their homes; ``nvml.write.flush``;
 3. the undo runtime's commit: commit flush (``undo.commit.pb1``), COMMIT record, ordering,
    and the allocation log (``undo.commit.*``).

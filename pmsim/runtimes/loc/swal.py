@@ -20,7 +20,7 @@ homes are the application data; every flush is a CLFLUSH and every ordering poin
   may then overwrite the log.
 
 The locks are released after the truncation. Allocation goes through the allocation log
-(:mod:`.alloclog`), persisted before O1 and applied in phase 3, with CLFLUSH too.
+(:mod:`pmsim.runtimes.alloclog`), persisted before O1 and applied in phase 3, with CLFLUSH too.
 
 An ordering point is an MFENCE where the WPQ is in the persistence domain (PDOM-1/2) and a
 persist barrier in PDOM-0, where a fence orders no persistence (the paper's machine has no

@@ -14,7 +14,7 @@ Deviations from the card, both [A]: abort persists IDLE with a second PB, becaus
 crash after another thread committed a newer value to a rolled-back address would let recovery
 roll it back again; recovery persists V + 2 in every descriptor, so records of a transaction
 whose header never persisted cannot pass as a later transaction's. V is kept in the state word
-and tags the allocation-log count (:mod:`.descriptor`), so the header stays consistent even
+and tags the allocation-log count (:mod:`pmsim.runtimes.descriptor`), so the header stays consistent even
 when the atoms of its line persist independently (px86 order).
 
 The persistence protocol is written as the named steps of ``UndoRuntime.STEPS``; the card's

@@ -10,7 +10,7 @@ failure-safe; here a block's bitmap bit changes as a logged store at tx-end, und
 lock when several threads run (bitmap words of different structures share blocks). Objects and
 static elements are padded to ``pad`` bytes so that data under different locks never share a
 logged block. The memory controller's queues must be in the persistence domain: PDOM-0 is
-refused (``supported_domains``, enforced by :meth:`~.base.Runtime.check_domain` for every
+refused (``supported_domains``, enforced by :meth:`~pmsim.runtimes.base.Runtime.check_domain` for every
 runtime).
 """
 

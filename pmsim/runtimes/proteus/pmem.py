@@ -18,7 +18,7 @@ transaction, each ended by one ``sfence``:
    the locks are released.
 
 **Conservative logging through a discovery pass.** The card's programs log every node they may
-modify before modifying any. pmsim's bodies are re-executable (:data:`~.base.Body`), so
+modify before modifying any. pmsim's bodies are re-executable (:data:`~pmsim.runtimes.base.Body`), so
 :meth:`PmemRuntime.run` runs the body twice under the transaction's locks (taken at begin and
 held to the end, so both passes see the same data). The *discovery pass* buffers writes
 privately (reads see them; nothing reaches PM; no flush or fence) and learns the set of lines
@@ -50,7 +50,7 @@ flag and reset the counts (``pmem.recover.clear``), ``clwb``, ``sfence``. A flag
 means the log is ignored. Restoring stores values, so a crash during recovery only repeats it.
 
 **Allocation** uses the base allocator and allocation log of the other lock-based software
-runtimes (:mod:`.alloclog`): entries persisted with the log in step 1 (before the flag), bits
+runtimes (:mod:`pmsim.runtimes.alloclog`): entries persisted with the log in step 1 (before the flag), bits
 flipped in step 3 (before the flag is cleared), reverted by recovery when the flag is set. An
 allocation log written only in the body (no discovery pass) is persisted at commit, entries
 fenced before their count (``pmem.alloc.*``), since recovery acts on a count while the flag is
@@ -61,7 +61,7 @@ set. Freed blocks return to the volatile lists after step 4.
 lock's data.
 
 ``pmem-pcommit`` (the card's PMEM+pcommit, a volatile WPQ): every ``sfence`` of the protocol and
-of recovery becomes a persist barrier (:meth:`~.steps.PersistSteps.pb`), which is exactly
+of recovery becomes a persist barrier (:meth:`~pmsim.runtimes.steps.PersistSteps.pb`), which is exactly
 ``sfence; pcommit; sfence`` in PDOM-0, the configuration the card names, and waits for the WPQ
 to drain to the media. It is failure-safe in every domain; ``pmem`` (plain ``sfence``) needs the
 WPQ in the persistence domain (``supported_domains``: PDOM-1/2) and refuses PDOM-0, where it is

@@ -9,7 +9,7 @@ and TX_DURABLE together at the end of the body, before the locks still held are 
 There is nothing to recover, and the crash fuzzer refuses the runtime (``durable = False``).
 
 :class:`CouplingLocks` is the lock-coupling half, shared with lock-based DUDETx
-(:mod:`.dudetx_locks`): it takes and releases body locks at once and calls hooks a runtime
+(:mod:`pmsim.runtimes.dudetx.locks`): it takes and releases body locks at once and calls hooks a runtime
 uses to track lock hand-offs.
 """
 

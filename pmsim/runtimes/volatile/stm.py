@@ -3,7 +3,7 @@
 The upper bound DUDETx is measured against (papers/dudetx-decoupled.md §8, "Volatile-STM"):
 data at its home locations, no logs, no flushes, no fences; concurrency control only. The STM
 keeps its clock and lock table in the machine's DRAM (write-back design by default; the class
-attribute ``stm_config`` selects another, e.g. in a :func:`~.registry.variant`).
+attribute ``stm_config`` selects another, e.g. in a :func:`~pmsim.runtimes.registry.variant`).
 
 It is optimistic: :meth:`StmRuntime.run` runs a workload's body under the STM and re-executes it
 after a conflict, ignoring the workload's locks; the body's ``tx.pause()`` yields once the
