@@ -95,8 +95,9 @@ def watched(name: str) -> bool:
     return any(name == p or name.startswith(p + ".") for p in WATCHED)
 
 
-def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """One cycle (as a path ``a -> ... -> a``) per strongly connected component that has one."""
+def cycles(edges: dict[str, set[str]]) -> list[tuple[list[str], list[str]]]:
+    """``(a cycle a -> ... -> a, all modules of its strongly connected component)`` for each
+    component of the graph that has a cycle."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -127,11 +128,11 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     for v in sorted(edges):
         if v not in index:
             visit(v)
-    return [_path(edges, set(c)) + [f"(all of {', '.join(c)})"] * (len(c) > 2) for c in comps]
+    return [(_shortest_cycle(edges, set(c)), c) for c in comps]
 
 
-def _path(edges: dict[str, set[str]], comp: set[str]) -> list[str]:
-    """A shortest cycle through the first module of a strongly connected component."""
+def _shortest_cycle(edges: dict[str, set[str]], comp: set[str]) -> list[str]:
+    """A shortest cycle through the first module of a strongly connected component (BFS)."""
     start = min(comp)
     prev: dict[str, str] = {}
     frontier = [start]
@@ -148,26 +149,35 @@ def _path(edges: dict[str, set[str]], comp: set[str]) -> list[str]:
                     prev[w] = v
                     nxt.append(w)
         frontier = nxt
-    return sorted(comp)
+    raise AssertionError(f"no cycle through {start}")
 
 
-def _watched_cycles(edges: dict[str, set[str]]) -> str:
-    return "\n".join(" -> ".join(c[:-1]) + " " + c[-1] if c[-1].startswith("(") else " -> ".join(c)
-                     for c in cycles(edges) if any(watched(m) for m in c))
+def circles(edges: dict[str, set[str]]) -> str:
+    """The cycles that pass through pmsim.runtimes or pmsim.hw, one line each."""
+    return "\n".join(" -> ".join(cycle) + (f" (all of: {', '.join(comp)})" if len(comp) > 2 else "")
+                     for cycle, comp in cycles(edges) if any(watched(m) for m in comp))
 
 
 def test_no_module_level_circle() -> None:
-    found = _watched_cycles({m: {t for t, lazy in ts if not lazy} for m, ts in GRAPH.items()})
+    found = circles({m: {t for t, lazy in ts if not lazy} for m, ts in GRAPH.items()})
     assert not found, f"import circles (module level):\n{found}"
 
 
 def test_lazy_imports_close_no_circle_but_the_listed_ones() -> None:
-    found = _watched_cycles({m: {t for t, _ in ts} - {t for (f, t) in LAZY if f == m}
-                             for m, ts in GRAPH.items()})
+    found = circles({m: {t for t, _ in ts} - {t for (f, t) in LAZY if f == m}
+                     for m, ts in GRAPH.items()})
     assert not found, f"import circles (lazy imports included):\n{found}"
     for (importer, imported), why in LAZY.items():
         assert (imported, True) in GRAPH[importer], f"{importer} no longer imports {imported} " \
             f"lazily; drop it from LAZY ({why})"
+
+
+def test_the_cycle_finder_names_a_circle() -> None:
+    edges = {"pmsim.runtimes.a": {"pmsim.runtimes.b"}, "pmsim.runtimes.b": {"pmsim.runtimes.c"},
+             "pmsim.runtimes.c": {"pmsim.runtimes.a"}, "pmsim.x": {"pmsim.y"}, "pmsim.y": {"pmsim.x"}}
+    assert circles(edges) == ("pmsim.runtimes.a -> pmsim.runtimes.b -> pmsim.runtimes.c -> "
+                              "pmsim.runtimes.a (all of: pmsim.runtimes.a, pmsim.runtimes.b, "
+                              "pmsim.runtimes.c)")
 
 
 FRAME = sorted(m for m in MODULES if m.startswith("pmsim.runtimes.") and m.count(".") == 2
@@ -185,6 +195,17 @@ def reach(start: str, lazy: bool) -> set[str]:
                 seen.add(t)
                 todo.append(t)
     return seen
+
+
+def test_every_family_is_registered_and_imports_its_modules() -> None:
+    """A family subpackage is one entry of BUILTIN, and importing it imports (so registers)
+    every module in its folder."""
+    from pmsim.runtimes.registry import BUILTIN
+
+    assert sorted(BUILTIN) == sorted(f.rpartition(".")[2] for f in FAMILIES)
+    for family in FAMILIES:
+        members = {m for m in MODULES if m.startswith(family + ".")}
+        assert members <= reach(family, lazy=False), (family, sorted(members - reach(family, False)))
 
 
 def test_the_frame_imports_no_protocol_family() -> None:
