@@ -26,7 +26,7 @@ from pmsim.hw.engines import reference as ref
 from pmsim.hw.engines.reference import BATCH_DTYPE, FUNCTIONAL_COUNTERS, FunctionalEngine, PyEngine
 from pmsim.trace import Ev
 
-from .test_differential import (
+from .engines.test_differential import (
     DRAM_BASE,
     EXAMPLES,
     PM_BASE,

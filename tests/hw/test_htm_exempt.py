@@ -16,7 +16,7 @@ from pmsim.hw.engines.reference import FunctionalEngine, PyEngine
 from pmsim.hw.htm import EXEMPT_MAX, XABORT_CONFLICT
 
 from . import test_htm_differential as d
-from .test_differential import EXAMPLES, PM_BASE, tiny
+from .engines.test_differential import EXAMPLES, PM_BASE, tiny
 from .test_htm_differential import c_engine, check, programs
 
 ENGINES = ["py", "fpy"] + (["c", "fc"] if native.available() else [])

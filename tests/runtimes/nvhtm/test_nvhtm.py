@@ -17,13 +17,8 @@ from crashfuzz.campaign import fuzz_machine
 from pmsim import preset
 from pmsim.errors import ConfigError, PmsimError
 from pmsim.runtimes import get_mutant, get_runtime
-from pmsim.runtimes.nvhtm.nvhtm import (
-    MUTANTS,
-    NVHTM_FINE,
-    UNREGISTERED,
-    NvHtmRuntime,
-    lines_of_slots,
-)
+from pmsim.runtimes.nvhtm.mutants import MUTANTS, UNREGISTERED
+from pmsim.runtimes.nvhtm.nvhtm import NVHTM_FINE, NvHtmRuntime, lines_of_slots
 from pmsim.runtimes.registry import MUTANTS as REGISTERED
 from pmsim.trace import Ev, Mark
 from pmsim.workloads import Session
