@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pmsim.hw.reference import BATCH_DTYPE, OP_LOAD, OP_STORE, PyEngine
+from pmsim.hw.engines.reference import BATCH_DTYPE, OP_LOAD, OP_STORE, PyEngine
 from pmsim.machine import Machine, make_engine
 from pmsim.presets import preset
 from pmsim.stats import format_table

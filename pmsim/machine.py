@@ -38,7 +38,7 @@ import simpy
 
 from .config import LINE, MachineConfig, Region
 from .errors import ConfigError
-from .hw.reference import ADDRESS, as_int, as_word
+from .hw.engines.reference import ADDRESS, as_int, as_word
 from .stats import format_table, records, transpose_table
 from .trace import Mark, Trace
 
@@ -58,7 +58,7 @@ def default_backend() -> str:
         return "python"
     import importlib.util
 
-    if importlib.util.find_spec("pmsim.hw.native_engine") is None:
+    if importlib.util.find_spec("pmsim.hw.engines.native_engine") is None:
         return "python"  # a C core built without the machine engine
     return "c"
 
@@ -67,11 +67,11 @@ def make_engine(cfg: MachineConfig, backend: str | None = None, timed: bool = Tr
     """The engine of ``backend`` (default: :func:`default_backend`), timed or functional."""
     backend = backend or default_backend()
     if backend == "python":
-        from .hw.reference import FunctionalEngine, PyEngine
+        from .hw.engines.reference import FunctionalEngine, PyEngine
 
         return PyEngine(cfg) if timed else FunctionalEngine(cfg)
     if backend == "c":
-        from .hw.native_engine import CEngine
+        from .hw.engines.native_engine import CEngine
 
         return CEngine(cfg, timed)
     raise ConfigError(f"unknown backend {backend!r}; use 'c' or 'python'")

@@ -701,7 +701,7 @@ def test_bad_input_exits_2_as_a_program(tmp_path: Path) -> None:
 @pytest.mark.parametrize("ns", [-1.0, math.nan, math.inf, 2e12])
 def test_batch_work_is_checked_like_work(ns: float) -> None:
     """A work op in a batch is rejected like cpu.work (the C core checks it too)."""
-    from pmsim.hw.reference import BATCH_DTYPE, OP_WORK
+    from pmsim.hw.engines.reference import BATCH_DTYPE, OP_WORK
 
     ops = np.zeros(1, dtype=BATCH_DTYPE)
     ops[0]["op"] = OP_WORK

@@ -27,8 +27,8 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def _need(backend: str) -> None:
-    if backend == "c" and importlib.util.find_spec("pmsim.hw.native_engine") is None:
-        pytest.skip("the C engine module pmsim.hw.native_engine does not exist yet")
+    if backend == "c" and importlib.util.find_spec("pmsim.hw.engines.native_engine") is None:
+        pytest.skip("the C engine module pmsim.hw.engines.native_engine does not exist yet")
 
 
 # -- as a program ------------------------------------------------------------------------------

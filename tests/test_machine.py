@@ -1,7 +1,7 @@
 """Machine semantics, observed through values, clocks, the trace and the statistics.
 
 Every test runs on each available engine backend; expected times are computed from the
-config, following the rules in pmsim/hw/reference.py.
+config, following the rules in pmsim/hw/engines/reference.py.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ STRIDE = 4096
 
 
 def _need(backend: str) -> None:
-    if backend == "c" and importlib.util.find_spec("pmsim.hw.native_engine") is None:
-        pytest.skip("the C engine module pmsim.hw.native_engine does not exist yet")
+    if backend == "c" and importlib.util.find_spec("pmsim.hw.engines.native_engine") is None:
+        pytest.skip("the C engine module pmsim.hw.engines.native_engine does not exist yet")
 
 
 def mk(backend: str, cfg: MachineConfig = BASE, **changes: Any) -> Machine:

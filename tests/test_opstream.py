@@ -19,8 +19,8 @@ CFG = MachineConfig(regions=(Region("pm", 0, 4 << 20, "pm"), Region("dram", 1 <<
 
 
 def run(backend: str, cfg: MachineConfig = CFG, spec: OpStream = SPEC, **changes: Any) -> Machine:
-    if backend == "c" and importlib.util.find_spec("pmsim.hw.native_engine") is None:
-        pytest.skip("the C engine module pmsim.hw.native_engine does not exist yet")
+    if backend == "c" and importlib.util.find_spec("pmsim.hw.engines.native_engine") is None:
+        pytest.skip("the C engine module pmsim.hw.engines.native_engine does not exist yet")
     m = Machine(cfg.replace(**changes) if changes else cfg, backend=backend)
     assert run_opstream(m, spec) is m
     return m

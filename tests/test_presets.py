@@ -14,8 +14,8 @@ NAMES = sorted(PRESETS)
 
 
 def _need(backend: str) -> None:
-    if backend == "c" and importlib.util.find_spec("pmsim.hw.native_engine") is None:
-        pytest.skip("the C engine module pmsim.hw.native_engine does not exist yet")
+    if backend == "c" and importlib.util.find_spec("pmsim.hw.engines.native_engine") is None:
+        pytest.skip("the C engine module pmsim.hw.engines.native_engine does not exist yet")
 
 
 def test_the_documented_presets_exist() -> None:

@@ -61,7 +61,7 @@ def test_a_file_path_names_workloads_runtimes_and_mutants(tmp_path: Path) -> Non
 
 def test_a_module_path_names_classes() -> None:
     assert get_workload("pmsim.workloads.kv:KV") is KV
-    assert get_runtime("pmsim.runtimes.redo:RedoRuntime") is RedoRuntime
+    assert get_runtime("pmsim.runtimes.marathe.redo:RedoRuntime") is RedoRuntime
 
 
 def test_registered_names_win_over_paths() -> None:

@@ -19,14 +19,24 @@ it, and PBs in PDOM-0, where the baseline pays three PBs per call.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from ..errors import ConfigError
 from .alloc import ALLOC, FREE
 from .descriptor import COUNT_BITS, H_NALLOC, count_of, lines_of
 
-if TYPE_CHECKING:
-    from .base import Tx
+
+class LoggedTx(Protocol):
+    """What the allocation log reads and records of a transaction (:class:`~.base.Tx` has it;
+    a protocol, so that this mixin of :class:`~.base.Runtime` need not import the base)."""
+
+    cpu: Any
+    tid: int
+    txid: int
+    alog: list[int]
+    allocs: list[int]
+    frees: list[int]
+    fresh: set[int]
 
 ALLOC_STEPS: dict[str, tuple[str, str]] = {
     "alloc.log-entry": ("store", "append ALLOC/FREE to the allocation log (no flush yet)"),
@@ -57,7 +67,7 @@ class AllocLog:
 
     STEPS = ALLOC_STEPS
 
-    def _alloc(self, tx: Tx, words: int) -> int:
+    def _alloc(self, tx: LoggedTx, words: int) -> int:
         addr = self.heap.pop(tx.tid, self.obj_bytes(words))  # type: ignore[attr-defined]
         tx.cpu.work(self.costs.alloc_ns)  # type: ignore[attr-defined]
         self._log_alloc(tx, addr, ALLOC)
@@ -66,19 +76,19 @@ class AllocLog:
         self._init_object(tx, addr, words)
         return addr
 
-    def _free(self, tx: Tx, obj: int) -> None:
+    def _free(self, tx: LoggedTx, obj: int) -> None:
         tx.cpu.work(self.costs.alloc_ns)  # type: ignore[attr-defined]
         for block in self._blocks_to_free(tx, obj):
             self._log_alloc(tx, block, FREE)
             tx.frees.append(block)
 
-    def _blocks_to_free(self, tx: Tx, obj: int) -> list[int]:
+    def _blocks_to_free(self, tx: LoggedTx, obj: int) -> list[int]:
         return [obj]
 
-    def _init_object(self, tx: Tx, obj: int, words: int) -> None:
+    def _init_object(self, tx: LoggedTx, obj: int, words: int) -> None:
         """Reset runtime metadata of a fresh block (redo header, COW wrapper)."""
 
-    def _log_alloc(self, tx: Tx, addr: int, kind: int) -> None:
+    def _log_alloc(self, tx: LoggedTx, addr: int, kind: int) -> None:
         """Append ALLOC/FREE to the allocation log (no flush, no PB: the first commit PB
         persists it), or persist it at once in the eager baseline."""
         lay = self.layout  # type: ignore[attr-defined]
@@ -105,7 +115,7 @@ class AllocLog:
                 c.clwb(self.heap.flip(c, addr, kind == ALLOC))  # type: ignore[attr-defined]
             self.pb(cpu, "alloc.eager.pb")  # type: ignore[attr-defined]
 
-    def _flush_alog(self, tx: Tx) -> None:
+    def _flush_alog(self, tx: LoggedTx) -> None:
         """Store the log length in the header and flush the log lines (before commit PB 1)."""
         if not tx.alog:
             return
@@ -136,12 +146,12 @@ class AllocLog:
             for e in reversed(entries):
                 c.clwb(heap.flip(c, e & ~1, (e & 1) != ALLOC))
 
-    def _release_frees(self, tx: Tx) -> None:
+    def _release_frees(self, tx: LoggedTx) -> None:
         """After IDLE is durable: freed blocks go back to the volatile lists."""
         for b in tx.frees:
             self.heap.push(b)  # type: ignore[attr-defined]
 
-    def _return_allocs(self, tx: Tx) -> None:
+    def _return_allocs(self, tx: LoggedTx) -> None:
         """On abort: allocated blocks go back to the volatile lists; frees are dropped."""
         for b in tx.allocs:
             self.heap.push(b)  # type: ignore[attr-defined]
@@ -149,7 +159,7 @@ class AllocLog:
             self._revert_alog(tx.cpu, tx.alog)
             self.pb(tx.cpu, "alloc.eager.pb-revert")  # type: ignore[attr-defined]
 
-    def _tag(self, tx: Tx) -> int:
+    def _tag(self, tx: LoggedTx) -> int:
         """The version tag of a transaction's header words (0: the runtime needs none)."""
         return 0
 
@@ -177,7 +187,7 @@ class FreeListAlloc:
     inside the transaction through :meth:`_set_bit` (default: nothing, the bits are applied at
     commit)."""
 
-    def _alloc(self, tx: Tx, words: int) -> int:
+    def _alloc(self, tx: LoggedTx, words: int) -> int:
         addr = self.heap.pop(tx.tid, self.obj_bytes(words))  # type: ignore[attr-defined]
         tx.cpu.work(self.costs.alloc_ns)  # type: ignore[attr-defined]
         tx.allocs.append(addr)
@@ -185,12 +195,12 @@ class FreeListAlloc:
         self._set_bit(tx, addr, True)
         return addr
 
-    def _free(self, tx: Tx, obj: int) -> None:
+    def _free(self, tx: LoggedTx, obj: int) -> None:
         self.heap.owner(obj)  # type: ignore[attr-defined]  # a clear error for a non-block
         tx.cpu.work(self.costs.alloc_ns)  # type: ignore[attr-defined]
         self._set_bit(tx, obj, False)
         tx.frees.append(obj)
 
-    def _set_bit(self, tx: Tx, block: int, allocated: bool) -> None:
+    def _set_bit(self, tx: LoggedTx, block: int, allocated: bool) -> None:
         """Set or clear ``block``'s bitmap bit as part of ``tx`` (default: not in the
         transaction)."""

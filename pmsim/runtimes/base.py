@@ -55,7 +55,7 @@ from .descriptor import (
     state_of,
 )
 from .layout import Layout, PMSpec, block_size, plan
-from .steps import PersistSteps
+from .steps import PersistSteps, StepHook
 
 PB_DOMAINS = ("pdom0", "pdom1")
 """Domains in which dropping a persist barrier is a bug (under PDOM-2 a PB is a nop)."""
@@ -189,8 +189,6 @@ class Runtime(PersistSteps, AllocLog, BackgroundThreads):
         self.epoch = 1
         self._elide_in(machine.config.domain)
         if self.mutations:
-            from .steps import StepHook
-
             self.hook = StepHook(self.mutations)
 
     # -- layout ------------------------------------------------------------------------------
@@ -554,7 +552,7 @@ def _alternatives(cls: type[Runtime], domain: str) -> list[str]:
     """Registered runtimes to suggest for ``domain`` instead of ``cls``: its declared
     alternatives, then the switches of its protocol family (not mutants or fuzzing variants)
     that support ``domain`` and are durable if ``cls`` is."""
-    from .registry import MUTANTS, RUNTIMES, get_runtime, is_fuzz_variant
+    from .registry import MUTANTS, RUNTIMES, get_runtime, is_fuzz_variant  # lazy: it imports us
 
     out = [n for n, c in RUNTIMES.items() if cls.family and c.family == cls.family
            and n not in MUTANTS and not is_fuzz_variant(n) and domain in c.supported_domains

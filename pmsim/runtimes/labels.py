@@ -4,10 +4,11 @@
 ``global header epoch``, ``descriptor T1 state``, ``alloc log T0 entry 1``, ``undo log T0
 record 3 word 2 (address)``, ``static slots[2] field 1``, ``bitmap class 64B word 0``, ``heap
 block 0x280 word 1``. The layout knows where each structure lies; what lies *inside* a log or
-an object depends on the protocol, so each runtime family has hooks (:func:`register_labels`):
-the built-in ones walk undo and redo log records (given the memory contents), name COW's write
-set and wrapper words and redo's writers word. A runtime of your own gets generic labels
-(``log T0 word 17``, ``static nodes[3] word 2``) until it registers hooks for its family::
+an object depends on the protocol, so each runtime family registers hooks where it is defined
+(:func:`register_labels`): undo and redo walk their log records (given the memory contents,
+with :func:`walk_records`), COW names its write set and wrapper words, redo its writers word.
+A runtime of your own gets generic labels (``log T0 word 17``, ``static nodes[3] word 2``)
+until it registers hooks for its family::
 
     def my_log(lab: Labeller, tid: int, word: int) -> Label:
         return Label(f"my log T{tid}", "slot", word // 2)
@@ -193,9 +194,9 @@ def _ranges(xs: list[int]) -> str:
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
-# -- the built-in families --------------------------------------------------------------------------
-def _walk(lab: Labeller, tid: int, word: int, owner: str,
-          step: Callable[[int, int], tuple[int, str, Callable[[int], str]] | None]) -> Label:
+# -- helpers for the families' hooks ----------------------------------------------------------------
+def walk_records(lab: Labeller, tid: int, word: int, owner: str,
+                 step: Callable[[int, int], tuple[int, str, Callable[[int], str]] | None]) -> Label:
     """Walk a log's records from its head: ``step(first word, words left)`` returns (record
     length, record kind, role of word j) or None where no valid record starts."""
     head = lab.layout.log[tid]
@@ -214,67 +215,5 @@ def _walk(lab: Labeller, tid: int, word: int, owner: str,
     return Label(f"{owner} T{tid}", "word", word)
 
 
-def _undo_log(lab: Labeller, tid: int, word: int) -> Label:
-    from .undo import COMMIT, DATA, HDR_WORDS, LEN_MASK, SENTINEL
-
-    ck = 0 if getattr(lab.runtime, "two_pb", False) else 1
-    names = ("sentinel", "version", "address", "type/length")
-
-    def step(addr: int, left: int) -> tuple[int, str, Callable[[int], str]] | None:
-        if lab.read(addr) != SENTINEL:
-            return None
-        tl = lab.read(addr + 8 * 3) or 0
-        kind = tl >> 56
-        if kind not in (DATA, COMMIT):
-            return None
-        n = 0 if kind == COMMIT else tl & LEN_MASK
-        size = HDR_WORDS + n + ck
-        if size > left:
-            return None
-
-        def role(j: int) -> str:
-            return names[j] if j < HDR_WORDS else "checksum" if j == size - 1 and ck else (
-                f"old value {j - HDR_WORDS}")
-        return size, "COMMIT" if kind == COMMIT else "", role
-
-    return _walk(lab, tid, word, "undo log", step)
-
-
-def _redo_log(lab: Labeller, tid: int, word: int) -> Label:
-    from .redo import REC_WORDS
-
-    names = ("home", "length", "previous record")
-
-    def step(addr: int, left: int) -> tuple[int, str, Callable[[int], str]] | None:
-        n = lab.read(addr + 8)
-        if not n or REC_WORDS + n > left or not lab.read(addr):
-            return None
-        return REC_WORDS + n, "", lambda j: names[j] if j < REC_WORDS else f"new value {j - REC_WORDS}"
-
-    return _walk(lab, tid, word, "redo log", step)
-
-
-def _redo_object(lab: Labeller, owner: str, word: int, words: int) -> Label:
-    """Redo objects (static and heap) start with the writers bitmap."""
-    return Label(owner, role="writers") if word == 0 else Label(owner, "field", word - 1)
-
-
-def _cow_log(lab: Labeller, tid: int, word: int) -> Label:
-    return Label(f"write set T{tid}", "entry", word)
-
-
-def _cow_static(lab: Labeller, owner: str, word: int, words: int) -> Label:
-    from .cow import WRAPPER
-
-    roles = ("old", "new", "old_backup", "writer")
-    if word < WRAPPER // 8:
-        return Label(owner, role=f"wrapper {roles[word]}")
-    return Label(owner, "home payload field", word - WRAPPER // 8)
-
-
-register_labels("undo", log=_undo_log)
-register_labels("redo", log=_redo_log, static=_redo_object, heap=_redo_object)
-register_labels("cow", log=_cow_log, static=_cow_static)
-
 __all__ = ["DESC_WORDS", "GLOBAL_WORDS", "Label", "Labeller", "LogHook", "ObjectHook",
-           "register_labels"]
+           "register_labels", "walk_records"]

@@ -1,6 +1,7 @@
 """Mutations as data over named persist steps, and mutants built from them.
 
-A mutation acts on a runtime's named steps (:mod:`.steps`) without touching its code:
+A mutation acts on a runtime's named steps without touching its code (the step mutations are
+defined in :mod:`.steps`, whose hook applies them; they are built here):
 
 * ``drop(step)``: the step's stores, flushes and fences never happen;
 * ``drop_flush(step)``: only its cache-line flushes (clwb, clflushopt, clflush) never happen,
@@ -35,60 +36,10 @@ from typing import TYPE_CHECKING, Any
 from ..config import DOMAINS
 from ..errors import ConfigError, unknown
 from ..usercode import is_file_path, is_import_path
+from .steps import Delay, Drop, DropFence, DropFlush, SkipCheck
 
 if TYPE_CHECKING:
     from .base import Runtime
-
-
-@dataclass(frozen=True)
-class Drop:
-    """Discard a step's stores, flushes and fences."""
-
-    step: str
-
-    def __str__(self) -> str:
-        return f"drop({self.step})"
-
-
-@dataclass(frozen=True)
-class DropFlush:
-    """Discard a step's cache-line flushes (clwb, clflushopt, clflush); its stores stay."""
-
-    step: str
-
-    def __str__(self) -> str:
-        return f"drop_flush({self.step})"
-
-
-@dataclass(frozen=True)
-class DropFence:
-    """Discard a step's fences and persist barriers (sfence, mfence, pcommit); the rest stays."""
-
-    step: str
-
-    def __str__(self) -> str:
-        return f"drop_fence({self.step})"
-
-
-@dataclass(frozen=True)
-class Delay:
-    """Issue a step's stores, flushes and fences right after the next ``after`` step."""
-
-    step: str
-    after: str
-
-    def __str__(self) -> str:
-        return f"delay({self.step}, after={self.after})"
-
-
-@dataclass(frozen=True)
-class SkipCheck:
-    """Recovery skips a named check."""
-
-    check: str
-
-    def __str__(self) -> str:
-        return f"skip_check({self.check})"
 
 
 @dataclass(frozen=True)
@@ -285,7 +236,7 @@ class Mutant:
 
     @property
     def base(self) -> type[Runtime]:
-        from .registry import get_runtime
+        from .registry import get_runtime  # lazy: the registry imports this module
 
         return self.runtime if isinstance(self.runtime, type) else get_runtime(self.runtime)
 

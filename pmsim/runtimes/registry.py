@@ -1,8 +1,10 @@
 """The registries of runtimes and mutants, and the helpers that build a runtime on a machine.
 
-A protocol module registers its class with ``@register_runtime``, its switches with
-``variant(...)`` and its card mutants with ``register_mutant(Mutant(...))``; nothing else needs
-editing. ``get_runtime("redo:R2")`` returns any of them by name.
+The registry knows runtimes by name only: each protocol family (a subpackage of
+:mod:`pmsim.runtimes`) registers its classes where it defines them, with ``@register_runtime``,
+its switches with ``variant(...)`` and its card mutants with ``register_mutant(Mutant(...))``.
+:data:`BUILTIN` names the families imported before a name is looked up; adding a family is one
+entry there. ``get_runtime("redo:R2")`` returns any of them by name.
 
 Every lookup also takes user code by import path (:mod:`pmsim.usercode`):
 ``get_runtime("my_rt.py:MyRuntime")`` loads a Runtime subclass (or a module-level
@@ -32,10 +34,9 @@ RUNTIMES: dict[str, type[Runtime]] = {}
 MUTANTS: dict[str, Mutant] = {}
 """Registered mutants by name (``undo:U1`` ...); each is also in RUNTIMES."""
 
-BUILTIN = ("undo", "redo", "cow", "stm", "htm", "dudetx", "dudetx_variants", "dudetx_htm", "mnemosyne",
-           "nvml", "dudetx_paging", "dudetx_combine", "nvhtm",
-           "locks", "dudetx_locks", "phtm", "pstm", "swal", "loc", "pmem", "proteus", "atom")
-"""Modules of pmsim.runtimes imported (for their registrations) before a name is looked up."""
+BUILTIN: tuple[str, ...] = ("marathe", "volatile", "dudetx", "nvhtm", "loc", "proteus")
+"""The protocol families, subpackages of pmsim.runtimes imported (for their registrations, in
+this order) before a name is looked up."""
 
 
 def register_runtime(cls: type[Runtime], name: str | None = None) -> type[Runtime]:
@@ -81,8 +82,8 @@ def register_mutant(mutant: Mutant) -> Mutant:
 def _load_builtin() -> None:
     import importlib
 
-    for mod in BUILTIN:
-        importlib.import_module(f"pmsim.runtimes.{mod}")
+    for family in BUILTIN:
+        importlib.import_module(f"pmsim.runtimes.{family}")
 
 
 _BUILT: dict[str, type[Runtime]] = {}

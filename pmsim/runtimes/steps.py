@@ -1,4 +1,4 @@
-"""Named persist steps: how a runtime issues its persistence protocol.
+"""Named persist steps: how a runtime issues its persistence protocol, and how a mutation changes it.
 
 Every flush group, fence, persist barrier and ordering-relevant store a runtime issues goes
 through one of these calls, with a stable name declared in the runtime's ``STEPS`` table::
@@ -27,12 +27,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from ..errors import ConfigError
-
-if TYPE_CHECKING:
-    from .mutation import Mutation
 
 KINDS = ("pb", "fence", "order", "flush", "store", "group", "edge")
 """What a step issues: a persist barrier, a fence, an ordering point (a fence where the WPQ is in
@@ -48,6 +45,58 @@ class StepInfo:
     name: str
     kind: str
     help: str
+
+
+# -- step mutations, as data (built by :mod:`.mutation`, applied by StepHook) ---------------------
+@dataclass(frozen=True)
+class Drop:
+    """Discard a step's stores, flushes and fences."""
+
+    step: str
+
+    def __str__(self) -> str:
+        return f"drop({self.step})"
+
+
+@dataclass(frozen=True)
+class DropFlush:
+    """Discard a step's cache-line flushes (clwb, clflushopt, clflush); its stores stay."""
+
+    step: str
+
+    def __str__(self) -> str:
+        return f"drop_flush({self.step})"
+
+
+@dataclass(frozen=True)
+class DropFence:
+    """Discard a step's fences and persist barriers (sfence, mfence, pcommit); the rest stays."""
+
+    step: str
+
+    def __str__(self) -> str:
+        return f"drop_fence({self.step})"
+
+
+@dataclass(frozen=True)
+class Delay:
+    """Issue a step's stores, flushes and fences right after the next ``after`` step."""
+
+    step: str
+    after: str
+
+    def __str__(self) -> str:
+        return f"delay({self.step}, after={self.after})"
+
+
+@dataclass(frozen=True)
+class SkipCheck:
+    """Recovery skips a named check."""
+
+    check: str
+
+    def __str__(self) -> str:
+        return f"skip_check({self.check})"
 
 
 FLUSH_OPS = frozenset({"clwb", "clflushopt", "clflush"})
@@ -145,10 +194,8 @@ class StepHook:
     a transaction or a recovery are issued then. ``skip`` names recovery checks that are skipped.
     """
 
-    def __init__(self, mutations: Iterable[Mutation] = (), log: list[tuple[int, int, str]] | None = None,
+    def __init__(self, mutations: Iterable[object] = (), log: list[tuple[int, int, str]] | None = None,
                  trace_len: Any = None) -> None:
-        from .mutation import Delay, Drop, DropFence, DropFlush, SkipCheck
-
         self.drop: set[str] = set()
         self.drop_flush: set[str] = set()
         self.drop_fence: set[str] = set()
@@ -383,5 +430,5 @@ def step_at(log: Sequence[tuple[int, int, str]], index: int, tid: int | None = N
     return best
 
 
-__all__ = ["FENCE_OPS", "FLUSH_OPS", "KINDS", "PersistSteps", "StepHook", "StepInfo", "replay",
-           "step_at", "step_ops"]
+__all__ = ["FENCE_OPS", "FLUSH_OPS", "KINDS", "Delay", "Drop", "DropFence", "DropFlush", "PersistSteps",
+           "SkipCheck", "StepHook", "StepInfo", "replay", "step_at", "step_ops"]

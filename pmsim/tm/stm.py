@@ -59,7 +59,7 @@ from typing import Any, Literal, NoReturn, get_args
 
 from ..config import LINE, param
 from ..errors import ConfigError, PmsimError
-from ..hw.reference import as_word
+from ..hw.engines.reference import as_word
 
 Design = Literal["write-back", "write-through"]
 

@@ -3,11 +3,11 @@
 1. The rows themselves (``crashfuzz/litmus/PRO*.litmus``, ``ATOM*.litmus``) run in
    ``test_litmus.py`` (both backends, both point sets, both non-temporal modes) and are
    confirmed in ``test_litmus_brute.py`` (the brute-force machine); here their data is pinned.
-2. The same rows as Proteus writes them into a trace (:mod:`pmsim.hw.proteus`): an entry's
+2. The same rows as Proteus writes them into a trace (:mod:`pmsim.hw.proteus.proteus`): an entry's
    payload words as drained non-temporal stores, its checksum word as an issued one, the
    acknowledgement as a drained re-write of that word, the data as cached stores, the flash
    clear as drained writes restoring the slot, and O1 as the runtime's edge provider
-   (:class:`~pmsim.hw.proteus.LogBeforeData`). The crash model must give each row's image set on
+   (:class:`~pmsim.hw.proteus.proteus.LogBeforeData`). The crash model must give each row's image set on
    both backends.
 3. Tiny transaction programs on the real ``proteus`` runtimes, crashed anywhere and recovered
    (as ``test_litmus_loc.py`` does for LOC): the outcomes are pinned per row, and an
@@ -27,7 +27,7 @@ import pytest
 from crashfuzz.litmus import litmus_suite
 from crashfuzz.model import Edge, EdgeProvider, TraceIndex
 from crashfuzz.states import CrashModel
-from pmsim.hw.proteus import END, EntryFormat, LogBeforeData
+from pmsim.hw.proteus.proteus import END, EntryFormat, LogBeforeData
 from pmsim.runtimes.mutation import Mutant
 from pmsim.trace import Ev, Trace
 from tests.crashfuzz.test_litmus_loc import (
@@ -104,7 +104,7 @@ def block(i: int) -> int:
 
 
 class Encoded:
-    """A trace written the way :class:`~pmsim.hw.proteus.ProteusUnit` writes one (thread 0)."""
+    """A trace written the way :class:`~pmsim.hw.proteus.proteus.ProteusUnit` writes one (thread 0)."""
 
     def __init__(self, fmt: EntryFormat) -> None:
         self.fmt = fmt

@@ -15,9 +15,9 @@ import crashfuzz.mutants as mutants
 from crashfuzz import FuzzConfig
 from crashfuzz.mutants import KillRow, format_matrix, kill_matrix, kill_one
 from pmsim.experiments.unified import kill_counts, read_kill_matrix
+from pmsim.runtimes.marathe.undo import UndoRuntime
 from pmsim.runtimes.mutation import Mutant, drop, mutate
 from pmsim.runtimes.registry import MUTANTS, get_mutant
-from pmsim.runtimes.undo import UndoRuntime
 
 get_mutant("undo:U1")  # registers the built-in runtimes and their mutants
 NAMES = sorted(MUTANTS)

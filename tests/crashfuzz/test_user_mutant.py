@@ -27,7 +27,7 @@ def test_a_user_mutant_in_under_ten_lines() -> None:
 BROKEN_BASE = """
 from pmsim.runtimes import Mutant, drop
 from pmsim.runtimes.mutation import mutate
-from pmsim.runtimes.undo import UndoRuntime
+from pmsim.runtimes.marathe.undo import UndoRuntime
 
 BrokenUndo = mutate(UndoRuntime, [drop("undo.append.pb")], "broken-undo")
 on_broken = Mutant("broken-undo:no-pb4", BrokenUndo, [drop("undo.commit.pb4")], domains=("pdom1",))

@@ -11,7 +11,7 @@ import pytest
 from pmsim import preset
 from pmsim.experiments.claims import Rows, get_paper, scoreboard
 from pmsim.experiments.papers import nvhtm as paper
-from pmsim.runtimes.nvhtm import lines_of_slots
+from pmsim.runtimes.nvhtm.nvhtm import lines_of_slots
 from pmsim.workloads import Session
 
 BANK = {"accounts": 64, "initial": 1 << 30, "max_amount": 10, "u": 0.9, "w": 2, "r": 8}

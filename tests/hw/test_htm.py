@@ -16,7 +16,7 @@ import pytest
 from pmsim.config import CacheConfig, CacheLevel, MachineConfig, Region
 from pmsim.errors import ConfigError
 from pmsim.hw import htm as H
-from pmsim.hw.reference import (
+from pmsim.hw.engines.reference import (
     BATCH_DTYPE,
     OP_LOAD,
     OP_RDTSC,
@@ -39,7 +39,7 @@ CONFLICT = H.XABORT_CONFLICT | H.XABORT_RETRY
 
 
 def engine(backend: str, timed: bool = True, **changes: Any) -> Any:
-    if backend == "c" and importlib.util.find_spec("pmsim.hw.native_engine") is None:
+    if backend == "c" and importlib.util.find_spec("pmsim.hw.engines.native_engine") is None:
         pytest.skip("the C engine is not built")
     return make_engine(CFG.replace(**changes) if changes else CFG, backend, timed)
 

@@ -22,11 +22,11 @@ from hypothesis import strategies as st
 from pmsim.cache import native
 from pmsim.config import DOMAINS, MachineConfig
 from pmsim.errors import ConfigError
-from pmsim.hw import reference as ref
-from pmsim.hw.reference import BATCH_DTYPE, FUNCTIONAL_COUNTERS, FunctionalEngine, PyEngine
+from pmsim.hw.engines import reference as ref
+from pmsim.hw.engines.reference import BATCH_DTYPE, FUNCTIONAL_COUNTERS, FunctionalEngine, PyEngine
 from pmsim.trace import Ev
 
-from .test_differential import (
+from .engines.test_differential import (
     DRAM_BASE,
     EXAMPLES,
     PM_BASE,
@@ -172,7 +172,7 @@ def run_batches(e: Any, seq: list[tuple]) -> list[Any]:
 
 
 def c_engine(cfg: MachineConfig, timed: bool = True) -> Any:
-    from pmsim.hw.native_engine import CEngine
+    from pmsim.hw.engines.native_engine import CEngine
 
     return CEngine(cfg, timed)
 

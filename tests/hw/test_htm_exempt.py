@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 from pmsim.cache import native
 from pmsim.errors import ConfigError
+from pmsim.hw.engines.reference import FunctionalEngine, PyEngine
 from pmsim.hw.htm import EXEMPT_MAX, XABORT_CONFLICT
-from pmsim.hw.reference import FunctionalEngine, PyEngine
 
 from . import test_htm_differential as d
-from .test_differential import EXAMPLES, PM_BASE, tiny
+from .engines.test_differential import EXAMPLES, PM_BASE, tiny
 from .test_htm_differential import c_engine, check, programs
 
 ENGINES = ["py", "fpy"] + (["c", "fc"] if native.available() else [])

@@ -10,7 +10,7 @@ import pytest
 
 import crashfuzz
 from pmsim.errors import ConfigError
-from pmsim.runtimes.undo import UndoRuntime
+from pmsim.runtimes.marathe.undo import UndoRuntime
 from pmsim.trace import Ev
 from pmsim.workloads import Session
 

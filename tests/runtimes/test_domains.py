@@ -17,8 +17,8 @@ from pmsim.experiments import measure, run_points
 from pmsim.experiments.run import run_experiment, supported_points
 from pmsim.experiments.unified import Unified
 from pmsim.runtimes import PMSpec, StaticArray, create_runtime, fit_pm, get_mutant, get_runtime
+from pmsim.runtimes.marathe.undo import UndoRuntime
 from pmsim.runtimes.registry import RUNTIMES
-from pmsim.runtimes.undo import UndoRuntime
 from pmsim.workloads import Session
 
 PMEM_WHY = "write pending queue"

@@ -9,9 +9,9 @@ import pytest
 from crashfuzz import fuzz
 from pmsim.errors import ConfigError
 from pmsim.runtimes import Mutant, delay, drop, drop_fence, drop_flush, get_runtime, patch
+from pmsim.runtimes.marathe.undo import checksum
 from pmsim.runtimes.mutation import mutate
 from pmsim.runtimes.steps import StepHook, step_ops
-from pmsim.runtimes.undo import checksum
 from pmsim.trace import Ev
 from pmsim.workloads.session import Session
 

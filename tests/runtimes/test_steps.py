@@ -40,7 +40,7 @@ def test_every_issued_step_is_declared_and_most_declared_steps_are_issued(runtim
 def test_no_mutation_switch_is_left_in_runtime_code() -> None:
     root = Path(__file__).resolve().parents[2] / "pmsim" / "runtimes"
     switch = re.compile(r"""["'][A-Z]\d+["'] (not )?in (self|muts)""")
-    for f in root.glob("*.py"):
+    for f in root.rglob("*.py"):
         assert not switch.search(f.read_text()), f.name
 
 

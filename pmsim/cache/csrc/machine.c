@@ -1,5 +1,5 @@
 /* The machine engine; see machine.h. Each function mirrors the method of the same name
-   in pmsim/hw/reference.py (PyEngine), statement for statement where floating point is
+   in pmsim/hw/engines/reference.py (PyEngine), statement for statement where floating point is
    involved, so that results are bit-identical. In functional mode (cfg.timed == 0) the
    instructions skip the memory system and the clocks, as FunctionalEngine does. */
 #if defined(__clang__)
@@ -17,7 +17,7 @@ enum { LINE_SHIFT = 6, LINE_BYTES = 64 };
 /* event kinds (pmsim.trace.Ev) */
 enum { EV_STORE = 1, EV_NTSTORE = 2, EV_RMW = 3, EV_CLFLUSH = 4, EV_CLFLUSHOPT = 5,
        EV_CLWB = 6, EV_SFENCE = 7, EV_MFENCE = 8, EV_PCOMMIT = 9, EV_WB = 10, EV_MARK = 11 };
-/* batch op codes (pmsim.hw.reference.OP_*) */
+/* batch op codes (pmsim.hw.engines.reference.OP_*) */
 enum { OP_LOAD, OP_STORE, OP_NTSTORE, OP_CLFLUSH, OP_CLFLUSHOPT, OP_CLWB, OP_SFENCE,
        OP_MFENCE, OP_PCOMMIT, OP_CAS, OP_XCHG, OP_WORK, OP_MARK, OP_PB, OP_XBEGIN, OP_XEND,
        OP_XABORT, OP_XSTATUS, OP_RDTSC };

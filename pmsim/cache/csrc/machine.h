@@ -1,4 +1,4 @@
-/* The machine engine: the C twin of pmsim/hw/reference.py's PyEngine (timed) and
+/* The machine engine: the C twin of pmsim/hw/engines/reference.py's PyEngine (timed) and
    FunctionalEngine (untimed).
 
    Caches (per-core L1 and L2, shared LLC; write-back, LRU by per-cache stamps), coherence,

@@ -469,7 +469,7 @@ def check_d13(rows: Rows) -> Finding:
     c.expect(r < 0.9, f"list: two-round/one-round {r:.2f}x (paper: two-round the bottleneck)",
              f"two-round detection keeps up ({r:.2f}x one-round): at the default 20 ns per node "
              "visited Persist drains the graph before its buffer fills; it becomes the "
-             "bottleneck only at ~400 ns per visit (docs/protocols/dudetx.md)")
+             "bottleneck only at ~400 ns per visit (docs/protocols/dudetx/dudetx.md)")
     r = tp("btree", "dudetx-locks-1r") / tp("btree", "dudetx")
     c.expect(r < 1.0, f"B+-tree: 2PL one-round/STM-DUDETx {r:.2f}x (paper: 2PL worst)",
              "the 2PL B+-tree is not below TM-based DUDETx")

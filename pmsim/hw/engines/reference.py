@@ -1,0 +1,1043 @@
+"""The pure-Python machine engines: timed (caches, coherence, WPQ, media) and functional.
+
+``PyEngine`` is the executable specification of the timed machine. The C core (``pmsim/cache/csrc``)
+implements exactly the same rules, operation for operation and in the same floating-point
+order, so that both backends produce identical statistics and traces (tests/hw/engines/test_differential.py).
+
+Rules, in brief (times in ns, each thread has its own clock):
+
+* Caches: per-core L1 and L2 and a shared LLC; write-back, write-allocate, LRU; not inclusive.
+  A miss fills the line into every level above the one that hit (LLC, then L2, then L1), each
+  fill possibly evicting that level's LRU line; a dirty victim is written to the next level
+  (L1 -> L2 -> LLC -> memory). A write invalidates the line in other cores' private caches; a
+  read that misses the private caches downgrades dirty copies in other cores (to the LLC).
+* Latency of an access: the hit level's latency, or LLC latency + media read latency; plus
+  ``snoop_ns`` when another core's copy was involved. Loads cost their latency. Stores cost
+  ``store_ns`` on an L1 hit and the access latency on a miss (read-for-ownership).
+* A dirty PM line written back (evicted from the LLC, flushed, or displaced by movnt) arrives
+  at the WPQ ``to_wpq_ns`` later. The WPQ holds the last ``wpq_entries`` inserts; an insert
+  waits for the entry inserted ``wpq_entries`` earlier to drain (FIFO slots). Draining takes
+  ``write_ns`` on bank ``line % banks``. An eviction that finds the WPQ full stalls its thread.
+* clwb/clflushopt write a dirty line back asynchronously: the next fence of the thread waits
+  until the WPQ accepted it. clflush waits for it at once. movnt bypasses the caches like a
+  flushed store. pcommit (PDOM-0 only) makes the next fence wait until the WPQ has drained.
+* ``persist_barrier``: PDOM-0 ``sfence; pcommit; sfence``, PDOM-1 ``sfence``, PDOM-2 nothing.
+  In 'fixed' barrier mode its fences cost nothing and the barrier costs ``barrier_ns``.
+
+Hardware transactions (``xbegin``, ``xend``, ``xabort``, ``xstatus``, ``rdtsc``) follow
+:mod:`pmsim.hw.htm` in both engines: the same abort decisions, values and trace, timed or not.
+
+``FunctionalEngine`` is the untimed specification (the C core's functional mode): memory
+contents, loaded values and CAS results are the timed engine's (caches hold no data here, only
+timing state), and so are the instruction counters and the trace without its WB events; no
+cache, WPQ or time statistics are kept and clocks move only by ``set_clock``. Crash recovery
+and its oracle need nothing more.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+import numpy as np
+
+from ...cache.lru import CacheArray
+from ...config import LINE, MachineConfig
+from ...errors import ConfigError
+from ...stats import STATS_DTYPE
+from ...trace import TRACE_DTYPE, Ev
+from .. import htm as H
+
+# op codes of the batch interface (shared with the C core)
+OP_LOAD, OP_STORE, OP_NTSTORE, OP_CLFLUSH, OP_CLFLUSHOPT, OP_CLWB = 0, 1, 2, 3, 4, 5
+OP_SFENCE, OP_MFENCE, OP_PCOMMIT, OP_CAS, OP_XCHG, OP_WORK, OP_MARK, OP_PB = (
+    6, 7, 8, 9, 10, 11, 12, 13)
+OP_XBEGIN, OP_XEND, OP_XABORT, OP_XSTATUS, OP_RDTSC = 14, 15, 16, 17, 18
+"""HTM op codes: xend, xstatus and rdtsc return their result; xabort's code is ``aux``."""
+
+BATCH_DTYPE = np.dtype([("op", "u1"), ("pad", "u1"), ("tid", "u2"), ("aux", "u4"),
+                        ("addr", "u8"), ("value", "u8"), ("arg", "u8")])
+"""One operation of a batch: ``arg`` is CAS's new value, work's ns (float bits) or unused;
+``aux`` is a marker's or xabort's code."""
+
+_WB_EVICT, _WB_FLUSH, _WB_NT = 0, 1, 2
+
+COUNTERS = tuple(n for n in STATS_DTYPE.names if STATS_DTYPE.fields[n][0] == np.uint64)
+"""The integer statistics (instruction and event counts, bytes)."""
+
+
+U64 = (1 << 64) - 1
+MAX_WORK_NS = 1e12
+"""The most one ``work`` may charge, in ns (1000 simulated seconds; the C core's
+PM_MAX_WORK_NS)."""
+
+
+def as_int(value: Any, what: str, hi: int = U64, valid: str = "an int in 0..2**64-1") -> int:
+    """``value`` as a Python int in ``0..hi``, or the ConfigError both engines raise
+    (``valid`` says what to use instead).
+
+    Integers, bools, NumPy integers and objects with ``__index__`` are accepted; floats
+    (even integral ones), strings, None, Fractions and Decimals are not: nothing is truncated.
+    """
+    if value.__class__ is not int:
+        if isinstance(value, (float, complex, str, bytes, np.floating)) or not hasattr(
+                type(value), "__index__"):
+            raise ConfigError(f"{what} {value!r} is not an integer ({type(value).__name__}); "
+                              f"use {valid} (convert with int() where truncation is meant)")
+        value = operator.index(value)
+    if not 0 <= value <= hi:
+        raise ConfigError(f"{what} {value} is out of range; use {valid}"
+                          + (" (mask negative values with & (2**64 - 1))"
+                             if value < 0 and hi == U64 else ""))
+    return value
+
+
+ADDRESS = "an 8-byte aligned int address inside a region of the machine"
+
+
+def as_word(value: Any, what: str = "value") -> int:
+    """A value stored to memory: an integer in 0..2**64-1."""
+    return as_int(value, what)
+
+
+def as_ns(ns: Any) -> float:
+    """A ``work`` duration: a real number in [0, MAX_WORK_NS], or the ConfigError both engines
+    raise."""
+    ok = isinstance(ns, (int, float, np.integer, np.floating)) and not isinstance(ns, bool)
+    if not ok:
+        raise ConfigError(f"work({ns!r}): the duration must be a number of ns, got "
+                          f"{type(ns).__name__}")
+    try:
+        f = float(ns)
+    except OverflowError:
+        f = math.inf
+    if not (0.0 <= f <= MAX_WORK_NS) or math.isnan(f):
+        raise ConfigError(f"work({ns!r}): the duration must be in [0, {MAX_WORK_NS:g}] ns "
+                          "(clocks never move backwards, and must stay finite)")
+    return f
+
+
+def check_tid(cfg: MachineConfig, tid: Any) -> int:
+    """``tid`` if it names a thread of the machine, else the ConfigError both engines raise."""
+    n = cfg.cores
+    if not isinstance(tid, int) or not 0 <= tid < n:
+        raise ConfigError(f"thread {tid} does not exist: the machine has {n} cores "
+                          f"(threads 0..{n - 1})")
+    return tid
+
+
+def as_code(code: Any) -> int:
+    """An xabort code: an int in 0..255."""
+    return as_int(code, "xabort code", 0xFF, "an int in 0..255 (an 8-bit abort code)")
+
+
+def tsc(cfg: MachineConfig, tid: int, clock: float) -> int:
+    """What rdtsc reads at ``clock`` on core ``tid``: int((clock + skew) * tsc_ghz), clamped
+    to 0..2**64-1 (the C core computes the same in the same order)."""
+    t = (clock + cfg.htm.skew(tid)) * cfg.htm.tsc_ghz
+    if not t >= 0.0:
+        return 0
+    if t >= 18446744073709551616.0:
+        return U64
+    return int(t)
+
+
+def devwrite_aux(drained: Any) -> int:
+    """A device write's trace ``aux``: 0 issued, 1 drained, 2 persisted (True counts as 1)."""
+    if drained.__class__ is not bool and drained not in (0, 1, 2):
+        raise ConfigError(f"devwrite: drained={drained!r}; use 0 (issued), 1 (drained: accepted "
+                          "by the memory controller) or 2 (persisted: acknowledged by the media)")
+    return int(drained)
+
+
+def check_counter(name: str) -> None:
+    """Raise a ConfigError unless ``name`` is an integer statistic."""
+    if name not in COUNTERS:
+        raise ConfigError(f"{name!r} is not a counter of the machine's statistics; use one of "
+                          f"{', '.join(COUNTERS)}")
+
+
+class Memory:
+    """The functional contents of every region: 8-byte words in NumPy arrays."""
+
+    def __init__(self, cfg: MachineConfig) -> None:
+        self.regions = sorted(cfg.regions, key=lambda r: r.base)
+        self.arrays = [np.zeros(r.size // 8, dtype=np.uint64) for r in self.regions]
+        pm = cfg.pm_region
+        self.pm_index = self.regions.index(pm)
+        self.pm_base, self.pm_end = pm.base, pm.end
+
+    def locate(self, addr: int) -> tuple[int, int]:
+        """(region index, word index) of an 8-byte aligned address, or a clear error."""
+        if addr.__class__ is not int:
+            addr = as_int(addr, "address", valid=ADDRESS)
+        if addr & 7:
+            raise ConfigError(f"address {addr:#x} is not 8-byte aligned; pmsim accesses "
+                              "8-byte atoms (use store_bytes for other sizes)")
+        for i, r in enumerate(self.regions):
+            if r.base <= addr < r.end:
+                return i, (addr - r.base) >> 3
+        raise ConfigError(f"address {addr:#x} is outside every region of the address map "
+                          f"({', '.join(f'{r.name}=[{r.base:#x},{r.end:#x})' for r in self.regions)})")
+
+    def is_pm(self, addr: int) -> bool:
+        return self.pm_base <= addr < self.pm_end
+
+    @property
+    def pm(self) -> np.ndarray:
+        return self.arrays[self.pm_index]
+
+
+class PyEngine:
+    """The reference engine. Every method takes the thread id first."""
+
+    backend = "python"
+    timed = True
+
+    def __init__(self, cfg: MachineConfig) -> None:
+        self.cfg = cfg
+        c = cfg.cache
+        self.l1 = [CacheArray(c.l1.sets, c.l1.ways) for _ in range(cfg.cores)]
+        self.l2 = [CacheArray(c.l2.sets, c.l2.ways) for _ in range(cfg.cores)]
+        self.llc = CacheArray(c.llc.sets, c.llc.ways)
+        self.mem = Memory(cfg)
+        self.stats = np.zeros(cfg.cores, dtype=STATS_DTYPE)
+        self.clock = [0.0] * cfg.cores
+        self.pending = [0.0] * cfg.cores  # latest WPQ acceptance a fence must wait for
+        self.pcommit_wait = [0.0] * cfg.cores  # drain time a fence must wait for (PDOM-0)
+        self.in_fixed_pb = [False] * cfg.cores
+        self.wc = [0] * cfg.cores  # line + 1 of the thread's open write-combining buffer, 0: none
+        n = cfg.pm.wpq_entries
+        self.wpq_ring = [0.0] * n  # completion time of the last n inserts
+        self.wpq_start = [0.0] * n  # when each one's media write begins
+        self.wpq_line = [-1] * n  # the line each one writes
+        self.wpq_idx = 0
+        self.bank_free = [0.0] * cfg.pm.banks
+        self._trace: list[tuple] = []
+        self.htm = H.HtmState(cfg, self._bump)
+
+    def _bump(self, tid: int, name: str) -> None:
+        self.stats[tid][name] += 1
+
+    def reset_volatile(self) -> None:
+        """Power cycle: empty caches and WPQ, zero clocks, stats, trace, DRAM and transactions;
+        keep PM."""
+        mem = self.mem
+        exempt = self.htm.exempt
+        self.__init__(self.cfg)  # type: ignore[misc]
+        for i, arr in enumerate(mem.arrays):
+            if i != mem.pm_index:
+                arr[:] = 0
+        self.mem = mem
+        self.htm.exempt = exempt
+
+    def htm_exempt(self, addr: int) -> None:
+        """Make the line of ``addr`` conflict-exempt for hardware transactions (pmsim.hw.htm)."""
+        self.mem.locate(int(addr) & ~7)
+        self.htm.exempt_line(addr)
+
+    # -- trace ---------------------------------------------------------------------------------
+    def _emit(self, kind: int, tid: int, aux: int, addr: int, value: int) -> None:
+        self._trace.append((kind, 0, tid, aux, addr, value, self.clock[tid]))
+
+    def trace(self) -> np.ndarray:
+        return np.array(self._trace, dtype=TRACE_DTYPE)
+
+    def reset_trace(self) -> None:
+        self._trace.clear()
+
+    def trace_len(self) -> int:
+        return len(self._trace)
+
+    # -- memory system -------------------------------------------------------------------------
+    def _wpq_insert(self, tid: int, arrive: float, line: int) -> tuple[float, float]:
+        """Insert a line write into the WPQ; return when it was accepted and when its media
+        write is done. With ``pm.merge_writes``, a write to a line whose queued write has not
+        begun its media write merges into it (as gem5's memory controller merges a burst already
+        in its write queue): no entry, no media write, accepted on arrival, done with that
+        write."""
+        pm = self.cfg.pm
+        n = pm.wpq_entries
+        st = self.stats[tid]
+        for i in range(n if pm.merge_writes else 0):
+            if self.wpq_line[i] == line and self.wpq_start[i] > arrive:
+                st["wpq_merged"] += 1
+                return arrive, self.wpq_ring[i]
+        oldest = self.wpq_ring[self.wpq_idx]
+        accept = arrive if arrive >= oldest else oldest
+        bank = line % pm.banks
+        start = accept if accept >= self.bank_free[bank] else self.bank_free[bank]
+        done = start + pm.write_ns
+        self.bank_free[bank] = done
+        self.wpq_ring[self.wpq_idx] = done
+        self.wpq_start[self.wpq_idx] = start
+        self.wpq_line[self.wpq_idx] = line
+        self.wpq_idx = (self.wpq_idx + 1) % n
+        occ = 0
+        for x in self.wpq_ring:
+            if x > accept:
+                occ += 1
+        st["wpq_inserts"] += 1
+        st["wpq_occ_sum"] += occ
+        if occ > st["wpq_occ_max"]:
+            st["wpq_occ_max"] = occ
+        st["pm_write_bytes"] += LINE
+        return accept, done
+
+    def _write_back_memory(self, tid: int, line: int, cause: int) -> float:
+        """A dirty line leaves the caches; return the WPQ acceptance time (0 for DRAM)."""
+        addr = line * LINE
+        st = self.stats[tid]
+        if self.mem.is_pm(addr):
+            arrive = self.clock[tid] + self.cfg.pm.to_wpq_ns
+            accept, done = self._wpq_insert(tid, arrive, line)
+            self._emit(Ev.WB, tid, cause, addr, int(round(done * 1000)))
+            return accept
+        st["dram_write_bytes"] += LINE
+        return 0.0
+
+    def _evict_to(self, tid: int, level: int, line: int) -> None:
+        """Write a dirty victim of level ``level`` (1 L1, 2 L2, 3 LLC) to the next level."""
+        core = tid
+        if level == 3:
+            self.stats[tid]["writebacks"] += 1
+            accept = self._write_back_memory(tid, line, _WB_EVICT)
+            arrive = self.clock[tid] + self.cfg.pm.to_wpq_ns
+            if accept > arrive:
+                stall = accept - arrive
+                self.stats[tid]["wpq_stall_ns"] += stall
+                self.clock[tid] += stall
+            return
+        nxt = self.l2[core] if level == 1 else self.llc
+        e = nxt.lookup(line)
+        if e is not None:
+            e[0] = 1
+            return
+        victim = nxt.insert(line, True)
+        if victim is not None and victim[1]:
+            self._evict_to(tid, level + 1, victim[0])
+
+    def _fill(self, tid: int, level: int, line: int) -> None:
+        """Insert a clean copy of ``line`` into level ``level`` (1, 2 or 3)."""
+        cache = self.l1[tid] if level == 1 else self.l2[tid] if level == 2 else self.llc
+        victim = cache.insert(line, False)
+        if victim is not None and victim[1]:
+            self._evict_to(tid, level, victim[0])
+
+    def _access(self, tid: int, line: int, write: bool, dirty: bool = True) -> tuple[float, int]:
+        """Run one access through the hierarchy; return (latency, level that hit: 1-4).
+
+        A write takes the line for writing (other copies invalidated) and, when ``dirty``,
+        marks it dirty in L1 (a transactional store does not: its data is buffered)."""
+        cfg = self.cfg
+        st = self.stats[tid]
+        l1, l2 = self.l1[tid], self.l2[tid]
+        lat = 0.0
+        e = l1.lookup(line)
+        if e is not None:
+            l1.touch(e)
+            st["l1_hits"] += 1
+            level = 1
+            lat = cfg.cache.l1.latency_ns
+        else:
+            st["l1_misses"] += 1
+            e = l2.lookup(line)
+            if e is not None:
+                l2.touch(e)
+                st["l2_hits"] += 1
+                level = 2
+                lat = cfg.cache.l2.latency_ns
+            else:
+                st["l2_misses"] += 1
+                # a read missing the private caches downgrades dirty copies elsewhere
+                if not write and self._snoop_downgrade(tid, line):
+                    st["snoops"] += 1
+                    lat += cfg.costs.snoop_ns
+                e = self.llc.lookup(line)
+                if e is not None:
+                    self.llc.touch(e)
+                    st["llc_hits"] += 1
+                    level = 3
+                    lat += cfg.cache.llc.latency_ns
+                else:
+                    st["llc_misses"] += 1
+                    level = 4
+                    addr = line * LINE
+                    if self.mem.is_pm(addr):
+                        lat += cfg.cache.llc.latency_ns + cfg.pm.read_ns
+                        st["pm_read_bytes"] += LINE
+                    else:
+                        lat += cfg.cache.llc.latency_ns + cfg.dram.latency_ns
+                        st["dram_read_bytes"] += LINE
+                    self._fill(tid, 3, line)
+                self._fill(tid, 2, line)
+            self._fill(tid, 1, line)
+        if write:
+            if self._snoop_invalidate(tid, line):
+                st["snoops"] += 1
+                lat += cfg.costs.snoop_ns
+            if dirty:
+                self.l1[tid].lookup(line)[0] = 1  # type: ignore[index]
+        return lat, level
+
+    def _snoop_downgrade(self, tid: int, line: int) -> bool:
+        hit = False
+        for d in range(self.cfg.cores):
+            if d == tid:
+                continue
+            for cache in (self.l1[d], self.l2[d]):
+                e = cache.lookup(line)
+                if e is not None and e[0]:
+                    e[0] = 0
+                    hit = True
+        if hit:
+            e = self.llc.lookup(line)
+            if e is not None:
+                e[0] = 1
+            else:
+                victim = self.llc.insert(line, True)
+                if victim is not None and victim[1]:
+                    self._evict_to(tid, 3, victim[0])
+        return hit
+
+    def _snoop_invalidate(self, tid: int, line: int) -> bool:
+        hit = False
+        for d in range(self.cfg.cores):
+            if d == tid:
+                continue
+            for cache in (self.l1[d], self.l2[d]):
+                if cache.remove(line) is not None:
+                    hit = True
+        return hit
+
+    def _flush_line(self, tid: int, line: int, invalidate: bool, cause: int) -> float:
+        """Clean (and optionally drop) every copy; write back once if any copy was dirty.
+
+        Returns the WPQ acceptance time, or -1.0 when nothing was written back.
+        """
+        dirty = False
+        caches = [*self.l1, *self.l2, self.llc]
+        for cache in caches:
+            e = cache.lookup(line)
+            if e is not None:
+                if e[0]:
+                    dirty = True
+                    e[0] = 0
+                if invalidate:
+                    cache.remove(line)
+        if not dirty:
+            return -1.0
+        return self._write_back_memory(tid, line, cause)
+
+    # -- instructions --------------------------------------------------------------------------
+    def load(self, tid: int, addr: int) -> int:
+        r, w = self.mem.locate(addr)
+        mode = self.htm.access(tid, int(addr), H.READ) if self.htm.active else H.PLAIN
+        if mode == H.SKIP:
+            return 0
+        lat, _ = self._access(tid, addr >> 6, False)
+        self.clock[tid] += lat
+        self.stats[tid]["loads"] += 1
+        if mode == H.TX:
+            v = self.htm.buffered(tid, int(addr))
+            if v is not None:
+                return v
+        return int(self.mem.arrays[r][w])
+
+    def _tx_store(self, tid: int, addr: int, value: int, counter: str) -> None:
+        """A transactional store (or movnt): timed like a store, the value buffered."""
+        lat, level = self._access(tid, addr >> 6, True, False)
+        self.clock[tid] += self.cfg.costs.store_ns if level == 1 else lat
+        self.stats[tid][counter] += 1
+        self.htm.buffer(tid, addr, value)
+
+    def store(self, tid: int, addr: int, value: int) -> None:
+        r, w = self.mem.locate(addr)
+        if value.__class__ is not int or not 0 <= value <= U64:
+            value = as_word(value)
+        addr = int(addr)
+        if self.htm.active:
+            mode = self.htm.access(tid, addr, H.WRITE)
+            if mode != H.PLAIN:
+                if mode == H.TX:
+                    self._tx_store(tid, addr, value, "stores")
+                return
+        self.wc[tid] = 0
+        lat, level = self._access(tid, addr >> 6, True)
+        self.clock[tid] += self.cfg.costs.store_ns if level == 1 else lat
+        self.stats[tid]["stores"] += 1
+        self.mem.arrays[r][w] = value
+        if r == self.mem.pm_index:
+            self._emit(Ev.STORE, tid, 0, addr, value)
+
+    def ntstore(self, tid: int, addr: int, value: int) -> None:
+        r, w = self.mem.locate(addr)
+        if value.__class__ is not int or not 0 <= value <= U64:
+            value = as_word(value)
+        addr = int(addr)
+        if self.htm.active:
+            mode = self.htm.access(tid, addr, H.WRITE)
+            if mode != H.PLAIN:
+                if mode == H.TX:  # movnt inside a transaction is a transactional store
+                    self._tx_store(tid, addr, value, "ntstores")
+                return
+        line = addr >> 6
+        is_pm = r == self.mem.pm_index
+        combined = is_pm and self.wc[tid] == line + 1  # joins the open write-combining buffer
+        if not combined:
+            self._flush_line(tid, line, True, _WB_NT)
+        self.clock[tid] += self.cfg.costs.store_ns
+        self.stats[tid]["ntstores"] += 1
+        self.mem.arrays[r][w] = value
+        if is_pm:
+            self._emit(Ev.NTSTORE, tid, 0, addr, value)
+            if not combined:
+                arrive = self.clock[tid] + self.cfg.pm.to_wpq_ns
+                accept, _ = self._wpq_insert(tid, arrive, line)
+                if accept > self.pending[tid]:
+                    self.pending[tid] = accept
+                self.wc[tid] = line + 1
+        else:
+            self.stats[tid]["dram_write_bytes"] += 8
+
+    def devwrite(self, tid: int, addr: int, value: int, drained: int = 0) -> None:
+        """A write by a device beside the caches (the memory controller's log pending queue of
+        Proteus/ATOM): PM takes the value and the trace an NTSTORE (aux ``drained``: 0 issued,
+        1 drained, 2 persisted; see :mod:`crashfuzz.model`); no time, no cache or WPQ work, no
+        counters (the device's model keeps its own)."""
+        aux = devwrite_aux(drained)
+        r, w = self.mem.locate(addr)
+        check_tid(self.cfg, tid)
+        if r != self.mem.pm_index:
+            raise ConfigError(f"devwrite: address {addr:#x} is not in PM; a device write goes to "
+                              "the persistent log area")
+        if value.__class__ is not int or not 0 <= value <= U64:
+            value = as_word(value)
+        self.mem.arrays[r][w] = value
+        self._emit(Ev.NTSTORE, tid, aux, int(addr), value)
+
+    def _flush(self, tid: int, addr: int, kind: Ev) -> None:
+        if addr.__class__ is not int:
+            addr = as_int(addr, "address", valid=ADDRESS)
+        r, _ = self.mem.locate(addr & ~7)
+        if self.htm.active and self.htm.access(
+                tid, addr, H.CLEAN if kind == Ev.CLWB else H.INVAL) == H.SKIP:
+            return
+        self.wc[tid] = 0
+        line = addr >> 6
+        self.clock[tid] += self.cfg.costs.flush_ns
+        st = self.stats[tid]
+        st[kind.name.lower()] += 1
+        is_pm = r == self.mem.pm_index
+        if is_pm:
+            self._emit(kind, tid, 0, line * LINE, 0)
+        accept = self._flush_line(tid, line, kind != Ev.CLWB, _WB_FLUSH)
+        if accept < 0.0:
+            return
+        if kind == Ev.CLFLUSH:
+            if accept > self.clock[tid]:
+                self.clock[tid] = accept
+        elif accept > self.pending[tid]:
+            self.pending[tid] = accept
+
+    def clflush(self, tid: int, addr: int) -> None:
+        self._flush(tid, addr, Ev.CLFLUSH)
+
+    def clflushopt(self, tid: int, addr: int) -> None:
+        self._flush(tid, addr, Ev.CLFLUSHOPT)
+
+    def clwb(self, tid: int, addr: int) -> None:
+        self._flush(tid, addr, Ev.CLWB)
+
+    def _fence_wait(self, tid: int) -> None:
+        """Wait for this thread's outstanding flushes (and a pending pcommit)."""
+        target = self.pending[tid]
+        if self.pcommit_wait[tid] > target:
+            target = self.pcommit_wait[tid]
+        self.wc[tid] = 0
+        self.pending[tid] = 0.0
+        self.pcommit_wait[tid] = 0.0
+        if self.in_fixed_pb[tid]:
+            return
+        wait = target - self.clock[tid]
+        if wait > 0.0:
+            self.clock[tid] += wait
+            self.stats[tid]["barrier_stall_ns"] += wait
+
+    def sfence(self, tid: int) -> None:
+        if not self.in_fixed_pb[tid]:
+            self.clock[tid] += self.cfg.costs.fence_ns
+        self._fence_wait(tid)
+        self.stats[tid]["sfence"] += 1
+        self._emit(Ev.SFENCE, tid, 0, 0, 0)
+
+    def mfence(self, tid: int) -> None:
+        if not self.in_fixed_pb[tid]:
+            self.clock[tid] += self.cfg.costs.fence_ns
+        self._fence_wait(tid)
+        self.stats[tid]["mfence"] += 1
+        self._emit(Ev.MFENCE, tid, 0, 0, 0)
+
+    def pcommit(self, tid: int) -> None:
+        self.wc[tid] = 0
+        if not self.in_fixed_pb[tid]:
+            self.clock[tid] += self.cfg.costs.pcommit_ns
+        self.stats[tid]["pcommit"] += 1
+        if self.cfg.domain == "pdom0":
+            drain = max(self.bank_free)
+            if drain > self.pcommit_wait[tid]:
+                self.pcommit_wait[tid] = drain
+        self._emit(Ev.PCOMMIT, tid, 0, 0, 0)
+
+    def _rmw(self, tid: int, addr: int, expected: int | None, value: int) -> int:
+        r, w = self.mem.locate(addr)
+        if expected is not None:
+            expected = as_word(expected, "expected value")
+        value = as_word(value)
+        addr = int(addr)
+        mode = self.htm.access(tid, addr, H.RMW) if self.htm.active else H.PLAIN
+        if mode == H.SKIP:
+            return 0
+        self.clock[tid] += self.cfg.costs.rmw_ns
+        self._fence_wait(tid)
+        lat, level = self._access(tid, addr >> 6, True, mode == H.PLAIN)
+        self.clock[tid] += lat
+        self.stats[tid]["rmws"] += 1
+        if mode == H.TX:
+            buffered = self.htm.buffered(tid, addr)
+            old = int(self.mem.arrays[r][w]) if buffered is None else buffered
+            if expected is None or old == expected:
+                self.htm.buffer(tid, addr, value)
+            return old
+        old = int(self.mem.arrays[r][w])
+        stored = expected is None or old == expected
+        if stored:
+            self.mem.arrays[r][w] = value
+        if r == self.mem.pm_index:
+            self._emit(Ev.RMW, tid, 1 if stored else 0, addr, value if stored else old)
+        else:
+            self._emit(Ev.RMW, tid, 0, 0, 0)
+        return old
+
+    def cas(self, tid: int, addr: int, expected: int, new: int) -> int:
+        """Compare-and-swap; returns the old value (the swap happened iff it equals expected)."""
+        return self._rmw(tid, addr, expected, new)
+
+    def xchg(self, tid: int, addr: int, value: int) -> int:
+        return self._rmw(tid, addr, None, value)
+
+    def work(self, tid: int, ns: float) -> None:
+        if (ns.__class__ is not float and ns.__class__ is not int) or not 0 <= ns <= MAX_WORK_NS:
+            ns = as_ns(ns)
+        self.clock[tid] += ns
+        self.stats[tid]["work_ns"] += ns
+
+    def mark(self, tid: int, code: int, value: int) -> None:
+        if not isinstance(code, int) or not 0 <= code <= 0xFFFFFFFF:
+            code = as_int(code, "marker code", 0xFFFFFFFF, "an int in 0..2**32-1")
+        if value.__class__ is not int or not 0 <= value <= U64:
+            value = as_word(value, "marker value")
+        self._emit(Ev.MARK, tid, code, 0, value)
+
+    def persist_barrier(self, tid: int) -> None:
+        cfg = self.cfg
+        self.stats[tid]["persist_barriers"] += 1
+        fixed = cfg.barrier == "fixed"
+        if fixed:
+            self.in_fixed_pb[tid] = True
+        if cfg.domain == "pdom0":
+            self.sfence(tid)
+            self.pcommit(tid)
+            self.sfence(tid)
+        elif cfg.domain == "pdom1":
+            self.sfence(tid)
+        if fixed:
+            self.in_fixed_pb[tid] = False
+            self.clock[tid] += cfg.barrier_ns
+            self.stats[tid]["barrier_stall_ns"] += cfg.barrier_ns
+
+    # -- hardware transactions (see pmsim.hw.htm) -----------------------------------------------
+    def xbegin(self, tid: int) -> None:
+        """Start a hardware transaction on thread ``tid``."""
+        check_tid(self.cfg, tid)
+        self.htm.begin(tid)
+        self.clock[tid] += self.cfg.htm.xbegin_ns
+
+    def xend(self, tid: int) -> int:
+        """Commit thread ``tid``'s transaction (0), or end an aborted one (its abort status)."""
+        check_tid(self.cfg, tid)
+        h = self.htm
+        s = h.state[tid]
+        if s == H.NONE:
+            raise H.outside_error(tid)
+        if s == H.DOOMED:
+            self.clock[tid] += self.cfg.htm.abort_ns
+            return h.end_doomed(tid)
+        self.clock[tid] += self.cfg.htm.xend_ns
+        words, lines = h.commit(tid)
+        mem = self.mem
+        for addr, value in words:
+            r, w = mem.locate(addr)
+            mem.arrays[r][w] = value
+            if r == mem.pm_index:
+                self._emit(Ev.STORE, tid, 0, addr, value)
+        l1 = self.l1[tid]
+        for line in lines:
+            e = l1.lookup(line)
+            if e is not None:
+                e[0] = 1
+            else:  # evicted from L1 during the transaction: take it again
+                lat, _ = self._access(tid, line, True)
+                self.clock[tid] += lat
+        return 0
+
+    def xabort(self, tid: int, code: int) -> None:
+        """Abort thread ``tid``'s live transaction with an 8-bit code (nothing outside one)."""
+        check_tid(self.cfg, tid)
+        if code.__class__ is not int or not 0 <= code <= 0xFF:
+            code = as_code(code)
+        self.htm.abort(tid, code)
+
+    def xstatus(self, tid: int) -> int:
+        """0 while live or outside a transaction, else the abort status of a doomed one."""
+        check_tid(self.cfg, tid)
+        return self.htm.xstatus(tid)
+
+    def rdtsc(self, tid: int) -> int:
+        """The thread's TSC (its clock plus its core's skew, in TSC ticks); never conflicts."""
+        check_tid(self.cfg, tid)
+        self.clock[tid] += self.cfg.htm.rdtsc_ns
+        return tsc(self.cfg, tid, self.clock[tid])
+
+    # -- clocks, stats, batches ----------------------------------------------------------------
+    def get_clock(self, tid: int) -> float:
+        return self.clock[tid]
+
+    def set_clock(self, tid: int, t: float) -> None:
+        self.clock[tid] = t
+
+    def get_stats(self) -> np.ndarray:
+        out = self.stats.copy()
+        out["time_ns"] = self.clock
+        return out
+
+    def count(self, name: str) -> int:
+        """The sum over threads of the counter ``name`` (e.g. ``"stores"``)."""
+        check_counter(name)
+        return int(self.stats[name].sum())
+
+    def run_batch(self, ops: np.ndarray) -> np.ndarray:
+        """Run a batch of BATCH_DTYPE operations; return the loaded/old values (0 otherwise)."""
+        return run_batch(self, ops)
+
+
+def run_batch(e: PyEngine | FunctionalEngine, ops: np.ndarray) -> np.ndarray:
+    """Run BATCH_DTYPE operations one by one on a Python engine; the loaded/old values."""
+    out = np.zeros(len(ops), dtype=np.uint64)
+    for i, o in enumerate(ops.tolist()):
+        op, _, tid, aux, addr, value, arg = o
+        if op == OP_LOAD:
+            out[i] = e.load(tid, addr)
+        elif op == OP_STORE:
+            e.store(tid, addr, value)
+        elif op == OP_NTSTORE:
+            e.ntstore(tid, addr, value)
+        elif op == OP_CLFLUSH:
+            e.clflush(tid, addr)
+        elif op == OP_CLFLUSHOPT:
+            e.clflushopt(tid, addr)
+        elif op == OP_CLWB:
+            e.clwb(tid, addr)
+        elif op == OP_SFENCE:
+            e.sfence(tid)
+        elif op == OP_MFENCE:
+            e.mfence(tid)
+        elif op == OP_PCOMMIT:
+            e.pcommit(tid)
+        elif op == OP_CAS:
+            out[i] = e.cas(tid, addr, value, arg)
+        elif op == OP_XCHG:
+            out[i] = e.xchg(tid, addr, value)
+        elif op == OP_WORK:
+            e.work(tid, float(np.array(arg, np.uint64).view(np.float64)))
+        elif op == OP_MARK:
+            e.mark(tid, aux, value)
+        elif op == OP_PB:
+            e.persist_barrier(tid)
+        elif op == OP_XBEGIN:
+            e.xbegin(tid)
+        elif op == OP_XEND:
+            out[i] = e.xend(tid)
+        elif op == OP_XABORT:
+            e.xabort(tid, aux)
+        elif op == OP_XSTATUS:
+            out[i] = e.xstatus(tid)
+        elif op == OP_RDTSC:
+            out[i] = e.rdtsc(tid)
+        else:
+            raise ConfigError(f"batch op {i}: unknown op code {op}")
+    return out
+
+
+FUNCTIONAL_COUNTERS = ("loads", "stores", "ntstores", "rmws", "clflush", "clflushopt", "clwb",
+                       "sfence", "mfence", "pcommit", "persist_barriers", "htm_begins",
+                       "htm_commits", "htm_aborts_conflict", "htm_aborts_capacity",
+                       "htm_aborts_explicit", "htm_aborts_flush", "htm_aborts_lock",
+                       "htm_false_sharing")
+"""The statistics the functional engines keep (the rest stay zero)."""
+
+
+class FunctionalEngine:
+    """The untimed reference engine: memory, values, counters and trace without the memory
+    system (see the module docstring). Every method takes the thread id first."""
+
+    backend = "python"
+    timed = False
+
+    def __init__(self, cfg: MachineConfig) -> None:
+        self.cfg = cfg
+        self.mem = Memory(cfg)
+        self._pm = self.mem.pm_index
+        self._reset_counts()
+
+    def _reset_counts(self) -> None:
+        n = self.cfg.cores
+        self.clock = [0.0] * n
+        self.counts = [dict.fromkeys(FUNCTIONAL_COUNTERS, 0) for _ in range(n)]
+        self._trace: list[tuple] = []
+        exempt = self.htm.exempt if hasattr(self, "htm") else set()
+        self.htm = H.HtmState(self.cfg, self._bump)
+        self.htm.exempt = exempt
+
+    def htm_exempt(self, addr: int) -> None:
+        """Make the line of ``addr`` conflict-exempt for hardware transactions (pmsim.hw.htm)."""
+        self.mem.locate(int(addr) & ~7)
+        self.htm.exempt_line(addr)
+
+    def _bump(self, tid: int, name: str) -> None:
+        self.counts[tid][name] += 1
+
+    def _check_tid(self, tid: int) -> dict[str, int]:
+        """The counters of thread ``tid``, or the ConfigError the C engine raises."""
+        n = self.cfg.cores
+        if not isinstance(tid, int) or not 0 <= tid < n:
+            raise ConfigError(f"thread {tid} does not exist: the machine has {n} cores "
+                              f"(threads 0..{n - 1})")
+        return self.counts[tid]
+
+    def reset_volatile(self) -> None:
+        """Power cycle: zero clocks, counters, trace, DRAM and transactions; keep PM."""
+        for i, arr in enumerate(self.mem.arrays):
+            if i != self._pm:
+                arr[:] = 0
+        self._reset_counts()
+
+    # -- trace ---------------------------------------------------------------------------------
+    def _emit(self, kind: int, tid: int, aux: int, addr: int, value: int) -> None:
+        self._trace.append((kind, 0, tid, aux, addr, value, self.clock[tid]))
+
+    def trace(self) -> np.ndarray:
+        return np.array(self._trace, dtype=TRACE_DTYPE)
+
+    def reset_trace(self) -> None:
+        self._trace.clear()
+
+    def trace_len(self) -> int:
+        return len(self._trace)
+
+    # -- instructions --------------------------------------------------------------------------
+    def load(self, tid: int, addr: int) -> int:
+        r, w = self.mem.locate(addr)
+        c = self._check_tid(tid)
+        if self.htm.active:
+            mode = self.htm.access(tid, int(addr), H.READ)
+            if mode == H.SKIP:
+                return 0
+            if mode == H.TX:
+                c["loads"] += 1
+                v = self.htm.buffered(tid, int(addr))
+                return int(self.mem.arrays[r][w]) if v is None else v
+        c["loads"] += 1
+        return int(self.mem.arrays[r][w])
+
+    def _write(self, tid: int, addr: int, value: int, kind: Ev, counter: str) -> None:
+        r, w = self.mem.locate(addr)
+        c = self._check_tid(tid)
+        if value.__class__ is not int or not 0 <= value <= U64:
+            value = as_word(value)
+        addr = int(addr)
+        if self.htm.active:
+            mode = self.htm.access(tid, addr, H.WRITE)
+            if mode != H.PLAIN:
+                if mode == H.TX:
+                    c[counter] += 1
+                    self.htm.buffer(tid, addr, value)
+                return
+        self.mem.arrays[r][w] = value
+        c[counter] += 1
+        if r == self._pm:
+            self._emit(kind, tid, 0, addr, value)
+
+    def store(self, tid: int, addr: int, value: int) -> None:
+        self._write(tid, addr, value, Ev.STORE, "stores")
+
+    def ntstore(self, tid: int, addr: int, value: int) -> None:
+        self._write(tid, addr, value, Ev.NTSTORE, "ntstores")
+
+    devwrite = PyEngine.devwrite  # PM and the trace only: the same in both engines
+
+    def _flush(self, tid: int, addr: int, kind: Ev) -> None:
+        if addr.__class__ is not int:
+            addr = as_int(addr, "address", valid=ADDRESS)
+        r, _ = self.mem.locate(addr & ~7)
+        c = self._check_tid(tid)
+        if self.htm.active and self.htm.access(
+                tid, addr, H.CLEAN if kind == Ev.CLWB else H.INVAL) == H.SKIP:
+            return
+        c[kind.name.lower()] += 1
+        if r == self._pm:
+            self._emit(kind, tid, 0, addr >> 6 << 6, 0)
+
+    def clflush(self, tid: int, addr: int) -> None:
+        self._flush(tid, addr, Ev.CLFLUSH)
+
+    def clflushopt(self, tid: int, addr: int) -> None:
+        self._flush(tid, addr, Ev.CLFLUSHOPT)
+
+    def clwb(self, tid: int, addr: int) -> None:
+        self._flush(tid, addr, Ev.CLWB)
+
+    def sfence(self, tid: int) -> None:
+        self._check_tid(tid)["sfence"] += 1
+        self._emit(Ev.SFENCE, tid, 0, 0, 0)
+
+    def mfence(self, tid: int) -> None:
+        self._check_tid(tid)["mfence"] += 1
+        self._emit(Ev.MFENCE, tid, 0, 0, 0)
+
+    def pcommit(self, tid: int) -> None:
+        self._check_tid(tid)["pcommit"] += 1
+        self._emit(Ev.PCOMMIT, tid, 0, 0, 0)
+
+    def _rmw(self, tid: int, addr: int, expected: int | None, value: int) -> int:
+        r, w = self.mem.locate(addr)
+        c = self._check_tid(tid)
+        if expected is not None:
+            expected = as_word(expected, "expected value")
+        value = as_word(value)
+        addr = int(addr)
+        arr = self.mem.arrays[r]
+        if self.htm.active:
+            mode = self.htm.access(tid, addr, H.RMW)
+            if mode == H.SKIP:
+                return 0
+            if mode == H.TX:
+                c["rmws"] += 1
+                buffered = self.htm.buffered(tid, addr)
+                old = int(arr[w]) if buffered is None else buffered
+                if expected is None or old == expected:
+                    self.htm.buffer(tid, addr, value)
+                return old
+        old = int(arr[w])
+        stored = expected is None or old == expected
+        if stored:
+            arr[w] = value
+        c["rmws"] += 1
+        if r == self._pm:
+            self._emit(Ev.RMW, tid, 1 if stored else 0, addr, value if stored else old)
+        else:
+            self._emit(Ev.RMW, tid, 0, 0, 0)
+        return old
+
+    def cas(self, tid: int, addr: int, expected: int, new: int) -> int:
+        """Compare-and-swap; returns the old value (the swap happened iff it equals expected)."""
+        return self._rmw(tid, addr, expected, new)
+
+    def xchg(self, tid: int, addr: int, value: int) -> int:
+        return self._rmw(tid, addr, None, value)
+
+    def work(self, tid: int, ns: float) -> None:
+        self._check_tid(tid)
+        if (ns.__class__ is not float and ns.__class__ is not int) or not 0 <= ns <= MAX_WORK_NS:
+            as_ns(ns)
+
+    def mark(self, tid: int, code: int, value: int) -> None:
+        self._check_tid(tid)
+        if not isinstance(code, int) or not 0 <= code <= 0xFFFFFFFF:
+            code = as_int(code, "marker code", 0xFFFFFFFF, "an int in 0..2**32-1")
+        if value.__class__ is not int or not 0 <= value <= U64:
+            value = as_word(value, "marker value")
+        self._emit(Ev.MARK, tid, code, 0, value)
+
+    def persist_barrier(self, tid: int) -> None:
+        self._check_tid(tid)["persist_barriers"] += 1
+        domain = self.cfg.domain
+        if domain == "pdom0":
+            self.sfence(tid)
+            self.pcommit(tid)
+            self.sfence(tid)
+        elif domain == "pdom1":
+            self.sfence(tid)
+
+    # -- hardware transactions (untimed: the same decisions, values and trace) ------------------
+    def xbegin(self, tid: int) -> None:
+        self._check_tid(tid)
+        self.htm.begin(tid)
+
+    def xend(self, tid: int) -> int:
+        self._check_tid(tid)
+        h = self.htm
+        s = h.state[tid]
+        if s == H.NONE:
+            raise H.outside_error(tid)
+        if s == H.DOOMED:
+            return h.end_doomed(tid)
+        words, _ = h.commit(tid)
+        mem = self.mem
+        for addr, value in words:
+            r, w = mem.locate(addr)
+            mem.arrays[r][w] = value
+            if r == self._pm:
+                self._emit(Ev.STORE, tid, 0, addr, value)
+        return 0
+
+    def xabort(self, tid: int, code: int) -> None:
+        self._check_tid(tid)
+        if code.__class__ is not int or not 0 <= code <= 0xFF:
+            code = as_code(code)
+        self.htm.abort(tid, code)
+
+    def xstatus(self, tid: int) -> int:
+        self._check_tid(tid)
+        return self.htm.xstatus(tid)
+
+    def rdtsc(self, tid: int) -> int:
+        self._check_tid(tid)
+        return tsc(self.cfg, tid, self.clock[tid])
+
+    # -- clocks, stats, batches ----------------------------------------------------------------
+    def get_clock(self, tid: int) -> float:
+        self._check_tid(tid)
+        return self.clock[tid]
+
+    def set_clock(self, tid: int, t: float) -> None:
+        self._check_tid(tid)
+        self.clock[tid] = t
+
+    def get_stats(self) -> np.ndarray:
+        out = np.zeros(self.cfg.cores, dtype=STATS_DTYPE)
+        for t, c in enumerate(self.counts):
+            for name, v in c.items():
+                out[t][name] = v
+        out["time_ns"] = self.clock
+        return out
+
+    def count(self, name: str) -> int:
+        """The sum over threads of the counter ``name`` (e.g. ``"stores"``)."""
+        check_counter(name)
+        return sum(c.get(name, 0) for c in self.counts)
+
+    def run_batch(self, ops: np.ndarray) -> np.ndarray:
+        """Run a batch of BATCH_DTYPE operations; return the loaded/old values (0 otherwise)."""
+        return run_batch(self, ops)
