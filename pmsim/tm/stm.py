@@ -561,5 +561,18 @@ class Stm:
         self._active[tx.tid] = None
 
 
+def place_serial(keys: list[tuple[int, int]], order: list[int], key: tuple[int, int],
+                 txid: int) -> None:
+    """Insert ``txid`` into a serialization order at its :attr:`StmTx.serial` ``key``: after
+    every entry whose key is not larger (``keys`` holds the entries' keys, kept beside
+    ``order``). The scan runs from the end, where a new key nearly always lands, and stays
+    right when the keys are sorted only nearly (DUDETx appends updates in ID order)."""
+    i = len(keys)
+    while i and keys[i - 1] > key:
+        i -= 1
+    keys.insert(i, key)
+    order.insert(i, txid)
+
+
 __all__ = ["ABORTED", "ACTIVE", "COMMITTED", "AbortCause", "Design", "Stm", "StmAbort",
-           "StmConfig", "StmStats", "StmTx"]
+           "StmConfig", "StmStats", "StmTx", "place_serial"]

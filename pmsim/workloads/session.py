@@ -21,6 +21,7 @@ from ..config import MachineConfig
 from ..machine import Machine
 from ..runtimes import Mutant, Runtime, RuntimeCosts, fit_pm, get_runtime
 from ..runtimes.background import run_threads
+from ..usercode import hang_error
 from ..watchdog import Hang, bounded, bounding
 from .base import Workload, WorkloadArg, build_workload
 
@@ -93,8 +94,6 @@ class Session:
             with bounded(stall_seconds, lambda: len(rt.commit_order) + rt.aborts):
                 run_threads(rt, threads)
         except Hang as h:
-            from ..usercode import hang_error
-
             raise hang_error(h, f"running {txs} transactions per thread of {wl.name} on "
                              f"{rt.name}", f"no transaction finished within {stall_seconds:g} s "
                              "of CPU time") from h

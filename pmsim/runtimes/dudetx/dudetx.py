@@ -56,7 +56,7 @@ import numpy as np
 
 from ...config import LINE
 from ...errors import ConfigError, PmsimError, StallError
-from ...tm.stm import AbortCause, Stm, StmConfig, StmTx
+from ...tm.stm import AbortCause, Stm, StmConfig, StmTx, place_serial
 from ...trace import Mark
 from ..alloclog import ALLOC_STEPS, FreeListAlloc
 from ..appdata import DramShadow
@@ -503,12 +503,7 @@ class DudeTxRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
         key = cpu.load(self._ctr)
         t = tx.tid
         if isinstance(tx, DudeTxTx):  # under the STM: at its snapshot
-            serial = tx.stx.serial
-            i = len(self._serial)
-            while i and self._serial[i - 1] > serial:  # updates committed after its snapshot
-                i -= 1
-            self._serial.insert(i, serial)
-            self.commit_order.insert(i, tx.txid)
+            place_serial(self._serial, self.commit_order, tx.stx.serial, tx.txid)
         else:  # under HTM: at its commit, now
             self.commit_order.append(tx.txid)
         cpu.mark(Mark.TX_COMMIT, tx.txid)

@@ -20,12 +20,11 @@ nothing to recover, and the crash fuzzer refuses the runtime (``durable = False`
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable, Generator, Iterable, Sequence
 from typing import Any, ClassVar
 
 from ...errors import ConfigError
-from ...tm.stm import Stm, StmConfig, StmTx
+from ...tm.stm import Stm, StmConfig, StmTx, place_serial
 from ...trace import Mark
 from ..alloclog import FreeListAlloc
 from ..base import Body, OptimisticRuntime, Runtime, RuntimeCosts, Tx
@@ -107,10 +106,7 @@ class StmRuntime(FreeListAlloc, OptimisticRuntime):
         if stx.committed:
             self._committed(cpu, tx, stx)
             self.commits += 1
-            key = stx.serial
-            i = bisect.bisect_right(self._serial, key)
-            self._serial.insert(i, key)
-            self.commit_order.insert(i, txid)
+            place_serial(self._serial, self.commit_order, stx.serial, txid)
             cpu.mark(Mark.TX_DURABLE, txid)
         else:
             self._drop_allocs(tx)
