@@ -22,6 +22,7 @@ ATOM = 8
 """Persist-atomic unit in bytes: aligned 8-byte stores never tear."""
 
 Domain = Literal["pdom0", "pdom1", "pdom2"]
+CoreModel = Literal["inorder", "ooo"]
 BarrierMode = Literal["modelled", "fixed"]
 RegionKind = Literal["pm", "dram"]
 
@@ -153,6 +154,119 @@ class CacheConfig:
             _check_type(self, n, CacheLevel)
 
 
+MAX_DIMMS = 64
+"""Most DIMMs of the DIMM model (a server has at most a few dozen)."""
+MAX_BUFFER_LINES = 4096
+"""Most entries of a DIMM's write-combining buffer (every access scans it; Optane's has 64)."""
+XPLINE = 256
+"""The media line of the DIMM model, in bytes (Optane's XPLine: four cache lines)."""
+
+
+@dataclass(frozen=True)
+class DIMMConfig:
+    """The PM module behind the WPQ (Optane-like): 256 B media lines, an on-DIMM buffer that
+    combines writes and holds recently read lines, media contention, interleaving.
+
+    ``dimms = 0`` (the default) keeps the plain bank model (``PMConfig.banks``, ``write_ns``).
+    With ``dimms >= 1`` each DIMM has its own WPQ of ``PMConfig.wpq_entries`` and accepts one
+    64 B write per ``PMConfig.write_ns``; a read of a line the buffer holds costs
+    ``PMConfig.read_ns``, any other read adds a media read. The buffer (random replacement)
+    writes a media line back when its four cache lines have all been written, or when a
+    partly written line is evicted (a read-modify-write). Durability is unchanged: the WPQ (or,
+    in PDOM-0, the DIMM's acceptance) is the persistence point; the buffer and media are behind
+    it."""
+
+    dimms: int = param(0, "DIMMs", "modules the PM region is interleaved over; 0 = no DIMM "
+                       "model (the bank model of PMConfig) (at most 64)")
+    interleave_kib: int = param(4, "KiB", "interleaving granularity across DIMMs (a power of "
+                                "two)")
+    buffer_lines: int = param(64, "lines", "entries of the on-DIMM buffer, in 256 B media lines "
+                              "(at most 4096)")
+    media_read_ns: float = param(180.0, "ns", "latency a read adds when the buffer misses")
+    media_read_occ_ns: float = param(39.0, "ns", "time a media read occupies the DIMM's media")
+    media_write_ns: float = param(116.0, "ns", "time a 256 B media write occupies the DIMM's "
+                                  "media")
+
+    def __post_init__(self) -> None:
+        v = self.dimms
+        if not _is_int(v) or not 0 <= v <= MAX_DIMMS:
+            raise _fail(self, "dimms", f"must be an integer in 0..{MAX_DIMMS}, got {v!r}",
+                        "Use 0 for the plain bank model or the number of interleaved DIMMs.")
+        _check_posint(self, "interleave_kib", most=1 << 20)
+        if self.interleave_kib & (self.interleave_kib - 1):
+            raise _fail(self, "interleave_kib", f"{self.interleave_kib} is not a power of two",
+                        "Use 1, 2, 4, ... (Optane interleaves in 4 KiB).")
+        _check_posint(self, "buffer_lines", most=MAX_BUFFER_LINES,
+                      why=" (every access scans the buffer)")
+        _check_nonneg(self, "media_read_ns", "media_read_occ_ns", "media_write_ns")
+
+    @property
+    def on(self) -> bool:
+        return self.dimms > 0
+
+
+@dataclass(frozen=True)
+class CoreConfig:
+    """How a core overlaps memory accesses with execution.
+
+    ``inorder``: every load, and every store that misses L1, stalls the thread for its full
+    latency (a blocking core such as gem5's TimingSimpleCPU). ``ooo``: stores retire into a
+    store buffer that drains to L1 in program order in the background (the thread stalls only
+    when it is full, or at an instruction that must wait for it: mfence, sfence, locked
+    read-modify-writes, xbegin/xend; flushes write back after the older stores drained); the
+    loads of one group (``Cpu.load_words``, a runtime's ``read_words``) are independent and their
+    misses overlap up to ``fill_buffers`` at a time, while single loads are dependent (a pointer
+    chase) and pay their full latency."""
+
+    model: CoreModel = param("inorder", "", "'inorder' (blocking) or 'ooo' (store buffer and "
+                             "overlapped misses)")
+    store_buffer: int = param(56, "entries", "store-buffer entries (ooo only; at most 4096)")
+    fill_buffers: int = param(10, "entries", "L1D miss slots: independent load misses in "
+                              "flight at once (ooo only; at most 4096)")
+    load_issue_ns: float = param(0.5, "ns", "issue interval between the independent loads of "
+                                 "one group (ooo only)")
+
+    def __post_init__(self) -> None:
+        if self.model not in get_args(CoreModel):
+            raise _fail(self, "model", f"unknown core model {self.model!r}",
+                        "Use 'inorder' or 'ooo'.")
+        _check_posint(self, "store_buffer", "fill_buffers", most=4096)
+        _check_nonneg(self, "load_issue_ns")
+
+
+MAX_PF_DISTANCE = 64
+"""Farthest a stream prefetcher runs ahead, in lines (one 4 KiB page)."""
+
+
+@dataclass(frozen=True)
+class PrefetchConfig:
+    """Hardware prefetchers of each core's L2 (Intel's L2 streamer and adjacent-line
+    prefetcher). Prefetched lines fill L2 and the LLC and use memory bandwidth like demand reads;
+    a demand access to a line still in flight waits for it (a late prefetch)."""
+
+    stream: bool = param(False, "", "L2 streamer: after two consecutive misses in one 4 KiB page "
+                         "(ascending or descending) fetch the next lines of the page ahead")
+    adjacent: bool = param(False, "", "adjacent-line prefetcher: an L2 miss also fetches the "
+                           "other line of its 128 B pair")
+    distance: int = param(16, "lines", "how far ahead of the demand stream the streamer runs "
+                          "(at most 64)")
+    degree: int = param(2, "lines", "lines the streamer issues per triggering access (at most 64)")
+    streams: int = param(32, "streams", "pages tracked at once per core (at most 256)")
+
+    def __post_init__(self) -> None:
+        for n in ("stream", "adjacent"):
+            if not isinstance(getattr(self, n), bool):
+                raise _fail(self, n, f"expected true or false, got {getattr(self, n)!r}",
+                            "Use True or False.")
+        _check_posint(self, "distance", "degree", most=MAX_PF_DISTANCE,
+                      why=" (one 4 KiB page of lines)")
+        _check_posint(self, "streams", most=256)
+
+    @property
+    def on(self) -> bool:
+        return self.stream or self.adjacent
+
+
 @dataclass(frozen=True)
 class PMConfig:
     """Persistent-memory media and the memory controller's write-pending queue (WPQ)."""
@@ -167,8 +281,10 @@ class PMConfig:
     merge_writes: bool = param(False, "", "a write to a line whose queued write has not begun "
                                "its media write merges into it (no entry, no media time), as "
                                "gem5's memory controller merges bursts in its write queue")
+    dimm: DIMMConfig = param(DIMMConfig(), "", "the PM module behind the WPQ (dimms=0: none)")
 
     def __post_init__(self) -> None:
+        _check_type(self, "dimm", DIMMConfig)
         _check_nonneg(self, "read_ns", "write_ns", "to_wpq_ns")
         if not isinstance(self.merge_writes, bool):
             raise _fail(self, "merge_writes", f"expected true or false, got "
@@ -336,6 +452,8 @@ class MachineConfig:
     dram: DRAMConfig = param(DRAMConfig(), "", "volatile memory")
     costs: CostConfig = param(CostConfig(), "", "non-memory instruction costs")
     htm: HTMConfig = param(HTMConfig(), "", "hardware transactional memory")
+    core: CoreConfig = param(CoreConfig(), "", "core timing: in-order or out-of-order")
+    prefetch: PrefetchConfig = param(PrefetchConfig(), "", "hardware prefetchers")
     regions: tuple[Region, ...] = param(
         (Region("pm", 0, 1 << 24, "pm"), Region("dram", 1 << 30, 1 << 22, "dram")),
         "", "address map: which ranges are PM and which DRAM (at most 64 regions of at "
@@ -356,7 +474,8 @@ class MachineConfig:
                         "pmsim supports at most 64 cores: use 1..64.")
         _check_posint(self, "cores", most=64)
         for name, tp in (("cache", CacheConfig), ("pm", PMConfig), ("dram", DRAMConfig),
-                         ("costs", CostConfig), ("htm", HTMConfig)):
+                         ("costs", CostConfig), ("htm", HTMConfig), ("core", CoreConfig),
+                         ("prefetch", PrefetchConfig)):
             _check_type(self, name, tp)
         if self.domain not in DOMAINS:
             raise _fail(self, "domain", f"unknown domain {self.domain!r}",

@@ -85,6 +85,7 @@ class Cpu:
         self.tid = tid
         e = machine.engine
         self.load: Callable[[int], int] = partial(e.load, tid)
+        self.load_many: Callable[[list[int]], list[int]] = partial(e.load_many, tid)
         self.store: Callable[[int, int], None] = partial(e.store, tid)
         self.ntstore: Callable[[int, int], None] = partial(e.ntstore, tid)
         self.clflush: Callable[[int], None] = partial(e.clflush, tid)
@@ -112,8 +113,10 @@ class Cpu:
         e, tid = self.machine.engine, self.tid
         ld, cas, xchg = partial(e.load, tid), partial(e.cas, tid), partial(e.xchg, tid)
         st, nt = partial(e.store, tid), partial(e.ntstore, tid)
+        many = partial(e.load_many, tid)
         if log is None:
             self.load, self.cas, self.xchg, self.store, self.ntstore = ld, cas, xchg, st, nt
+            self.load_many = many
             return
         base, size = self.machine._pm_base, self.machine._pm_size
 
@@ -129,6 +132,15 @@ class Cpu:
         self.load, self.cas, self.xchg = (logged(ld, log.read), logged(cas, log.read, log.wrote),
                                           logged(xchg, log.read, log.wrote))
         self.store, self.ntstore = logged(st, log.wrote), logged(nt, log.wrote)
+
+        def logged_many(addrs: list[int]) -> list[int]:
+            for a in addrs:
+                off = a - base
+                if 0 <= off < size:
+                    log.read(off >> 3)
+            return many(addrs)
+
+        self.load_many = logged_many
 
     # -- time --------------------------------------------------------------------------------
     @property
@@ -177,9 +189,10 @@ class Cpu:
             st(addr + 8 * i, w)
 
     def load_words(self, addr: int, n: int) -> list[int]:
+        """Load consecutive 8-byte words: independent loads (on an out-of-order core their
+        misses overlap; see CoreConfig)."""
         n = _count(n, "load_words: n")
-        ld = self.load
-        return [ld(addr + 8 * i) for i in range(n)]
+        return self.load_many([addr + 8 * i for i in range(n)])
 
     def store_bytes(self, addr: int, data: bytes) -> None:
         """Store bytes; partial atoms at either end are merged with the current contents."""

@@ -51,7 +51,19 @@ STAT_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("htm_aborts_lock", "u8", "hardware aborts by xabort(0xFF): the fallback lock was taken"),
     ("htm_false_sharing", "u8", "conflict aborts on a line whose conflicting words did not "
      "overlap (counted on the aborted thread)"),
+    ("pf_issued", "u8", "lines fetched by the hardware prefetchers"),
+    ("pf_useful", "u8", "prefetched lines a demand access hit"),
+    ("pf_late", "u8", "prefetched lines a demand access hit before they arrived (it waited)"),
+    ("xpb_hits", "u8", "PM accesses (64 B writes from the WPQ, reads) that hit the on-DIMM buffer"),
+    ("xpb_misses", "u8", "PM accesses that missed the on-DIMM buffer"),
+    ("xpb_rmw", "u8", "partly written 256 B media lines evicted from the on-DIMM buffer "
+     "(a read-modify-write)"),
+    ("media_read_bytes", "u8", "bytes read from the DIMMs' media (256 B lines; DIMM model only)"),
+    ("media_write_bytes", "u8", "bytes written to the DIMMs' media (256 B lines; DIMM model "
+     "only; over pm_write_bytes: the write amplification)"),
     ("wpq_stall_ns", "f8", "time stalled because the WPQ was full (ns)"),
+    ("sb_stall_ns", "f8", "time stalled because the store buffer was full, or waiting for it "
+     "to drain at a fence or locked instruction (ns; ooo core only)"),
     ("barrier_stall_ns", "f8", "time stalled in fences and persist barriers (ns)"),
     ("work_ns", "f8", "time spent in work(ns) computation"),
     ("time_ns", "f8", "the thread's simulated clock (ns)"),

@@ -82,11 +82,32 @@ struct pm_machine {
     double *pcommit_wait; /* drain time a fence must wait for (PDOM-0) */
     uint8_t *in_fixed_pb;
     uint64_t *wc; /* line + 1 of the thread's open write-combining buffer, 0: none */
-    double *ring; /* completion time of the last wpq_entries inserts */
+    double *ring; /* completion time of the last wpq_entries inserts (per DIMM) */
     double *ring_start;  /* when each one's media write begins */
     uint64_t *ring_line; /* line + 1 each one writes, 0: none */
-    uint32_t ring_idx;
+    uint32_t *ring_idx;  /* per DIMM (one WPQ without the DIMM model) */
     double *bank_free;
+    /* out-of-order core: per thread */
+    double *sb_ring;     /* cores x sb_entries: when each buffered store reaches L1 */
+    uint32_t *sb_idx;
+    double *sb_last;     /* when the youngest buffered store reaches L1 */
+    double *lf_ring;     /* cores x lf_entries: when each miss slot is free */
+    uint32_t *lf_idx;
+    /* prefetchers: per thread */
+    int64_t *pf_streams; /* cores x pf_streams x 5: page, last line, direction, frontier, stamp */
+    uint64_t *pf_tick;
+    int64_t *pf_line;    /* cores x pf_slots: in-flight prefetched lines, -1: none */
+    double *pf_ready;    /* ... when each arrives */
+    uint32_t *pf_idx;
+    uint32_t pf_slots;
+    /* DIMMs */
+    int64_t *xpb_line;   /* ndimm x xpb_lines: media line held, -1: none */
+    uint8_t *xpb_mask;   /* cache lines of it written since its last media write */
+    double *xpb_busy;    /* when its last media write ends */
+    uint32_t *xpb_fill;
+    uint64_t *rng;
+    double *chan_free, *rd_free, *wr_free;
+    uint32_t ndimm;      /* max(1, dimms) */
     uint64_t *rbase, *rend;
     uint64_t **rwords;
     uint64_t pm_base, pm_end;
@@ -267,35 +288,166 @@ static uint64_t round_half_even(double x)
 
 /* ---- memory system ------------------------------------------------------------------- */
 
+/* ---- the DIMM model (reference: PyEngine._dimm_* and _xpb_*) ---------------------------- */
+
+static inline uint32_t dimm_of(const pm_machine *m, uint64_t line)
+{
+    return (uint32_t)((line >> m->cfg.il_shift) % m->cfg.dimms);
+}
+
+static inline int64_t xpb_find(const pm_machine *m, uint32_t d, uint64_t xpl)
+{
+    const int64_t *lines = &m->xpb_line[(size_t)d * m->cfg.xpb_lines];
+    for (uint32_t k = 0; k < m->xpb_fill[d]; k++)
+        if (lines[k] == (int64_t)xpl)
+            return k;
+    return -1;
+}
+
+/* An entry for media line xpl of DIMM d at time t: an empty one, else a random victim, written
+   back first if partly written. Returns it; *ready is when it is free. */
+static uint32_t xpb_alloc(pm_machine *m, int tid, uint32_t d, uint64_t xpl, double t,
+                          double *ready_out)
+{
+    const pm_config *c = &m->cfg;
+    pm_stats *st = &m->st[tid];
+    size_t base = (size_t)d * c->xpb_lines;
+    uint32_t k;
+    double ready;
+    if (m->xpb_fill[d] < c->xpb_lines) {
+        k = m->xpb_fill[d]++;
+        ready = t;
+    } else {
+        uint64_t x = m->rng[d] * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+        m->rng[d] = x;
+        k = (uint32_t)((x >> 33) % c->xpb_lines);
+        ready = t >= m->xpb_busy[base + k] ? t : m->xpb_busy[base + k];
+        if (m->xpb_mask[base + k]) {
+            st->xpb_rmw += 1;
+            st->media_read_bytes += 256;
+            st->media_write_bytes += 256;
+            double ms = ready >= m->wr_free[d] ? ready : m->wr_free[d];
+            ready = ms + c->media_write_ns;
+            m->wr_free[d] = ready;
+        }
+    }
+    m->xpb_line[base + k] = (int64_t)xpl;
+    m->xpb_mask[base + k] = 0;
+    m->xpb_busy[base + k] = ready;
+    *ready_out = ready;
+    return k;
+}
+
+/* The DIMM takes one 64 B write from its WPQ at `accept`: returns when it starts (*done: when
+   it is accepted). */
+static double dimm_write(pm_machine *m, int tid, uint32_t d, uint64_t line, double accept,
+                         double *done_out)
+{
+    const pm_config *c = &m->cfg;
+    pm_stats *st = &m->st[tid];
+    double start = accept >= m->chan_free[d] ? accept : m->chan_free[d];
+    uint64_t xpl = line >> 2;
+    int64_t k = xpb_find(m, d, xpl);
+    if (k < 0) {
+        st->xpb_misses += 1;
+        double ready;
+        k = xpb_alloc(m, tid, d, xpl, start, &ready);
+        if (ready > start)
+            start = ready;
+    } else {
+        st->xpb_hits += 1;
+    }
+    double done = start + c->pm_write_ns;
+    m->chan_free[d] = done;
+    size_t e = (size_t)d * c->xpb_lines + (size_t)k;
+    uint8_t mask = (uint8_t)(m->xpb_mask[e] | (1u << (line & 3)));
+    if (mask == 15) {
+        mask = 0;
+        st->media_write_bytes += 256;
+        double ms = done >= m->wr_free[d] ? done : m->wr_free[d];
+        m->wr_free[d] = ms + c->media_write_ns;
+        m->xpb_busy[e] = m->wr_free[d];
+    }
+    m->xpb_mask[e] = mask;
+    *done_out = done;
+    return start;
+}
+
+/* Latency of a PM read arriving at its DIMM at t (beyond the LLC's). */
+static double dimm_read(pm_machine *m, int tid, uint64_t line, double t)
+{
+    const pm_config *c = &m->cfg;
+    pm_stats *st = &m->st[tid];
+    uint32_t d = dimm_of(m, line);
+    uint64_t xpl = line >> 2;
+    if (xpb_find(m, d, xpl) >= 0) {
+        st->xpb_hits += 1;
+        return c->pm_read_ns;
+    }
+    st->xpb_misses += 1;
+    st->media_read_bytes += 256;
+    double ms = t >= m->rd_free[d] ? t : m->rd_free[d];
+    m->rd_free[d] = ms + c->media_read_occ_ns;
+    double w = ms >= m->wr_free[d] ? ms : m->wr_free[d];
+    m->wr_free[d] = w + c->media_read_occ_ns;
+    double ready;
+    xpb_alloc(m, tid, d, xpl, ms, &ready);
+    return (ms - t) + c->pm_read_ns + c->media_read_ns;
+}
+
+/* Latency of a line read from memory at t (beyond the LLC's), with its bytes. */
+static inline double memory_read(pm_machine *m, int tid, uint64_t line, double t)
+{
+    pm_stats *st = &m->st[tid];
+    uint64_t addr = line << LINE_SHIFT;
+    if (addr >= m->pm_base && addr < m->pm_end) {
+        st->pm_read_bytes += LINE_BYTES;
+        if (m->cfg.dimms)
+            return dimm_read(m, tid, line, t);
+        return m->cfg.pm_read_ns;
+    }
+    st->dram_read_bytes += LINE_BYTES;
+    return m->cfg.dram_ns;
+}
+
 /* Insert a line write into the WPQ; return the time it was accepted (and *done). With
    merge_writes, a write to a line whose queued write has not begun its media write merges into
    it (as gem5's memory controller merges a burst already in its write queue): no entry, no
-   media write, accepted on arrival, done with that write. */
+   media write, accepted on arrival, done with that write. With the DIMM model the WPQ is per
+   DIMM and `done` is the DIMM's acceptance. */
 static double wpq_insert(pm_machine *m, int tid, double arrive, uint64_t line, double *done_out)
 {
     const pm_config *c = &m->cfg;
     pm_stats *st = &m->st[tid];
+    uint32_t d = c->dimms ? dimm_of(m, line) : 0;
+    size_t base = (size_t)d * c->wpq_entries;
     for (uint32_t i = 0; c->merge_writes && i < c->wpq_entries; i++) {
-        if (m->ring_line[i] == line + 1 && m->ring_start[i] > arrive) {
+        if (m->ring_line[base + i] == line + 1 && m->ring_start[base + i] > arrive) {
             st->wpq_merged += 1;
             if (done_out)
-                *done_out = m->ring[i];
+                *done_out = m->ring[base + i];
             return arrive;
         }
     }
-    double oldest = m->ring[m->ring_idx];
+    size_t slot = base + m->ring_idx[d];
+    double oldest = m->ring[slot];
     double accept = arrive >= oldest ? arrive : oldest;
-    uint64_t bank = line % c->banks;
-    double start = accept >= m->bank_free[bank] ? accept : m->bank_free[bank];
-    double done = start + c->pm_write_ns;
-    m->bank_free[bank] = done;
-    m->ring[m->ring_idx] = done;
-    m->ring_start[m->ring_idx] = start;
-    m->ring_line[m->ring_idx] = line + 1;
-    m->ring_idx = (m->ring_idx + 1) % c->wpq_entries;
+    double start, done;
+    if (c->dimms) {
+        start = dimm_write(m, tid, d, line, accept, &done);
+    } else {
+        uint64_t bank = line % c->banks;
+        start = accept >= m->bank_free[bank] ? accept : m->bank_free[bank];
+        done = start + c->pm_write_ns;
+        m->bank_free[bank] = done;
+    }
+    m->ring[slot] = done;
+    m->ring_start[slot] = start;
+    m->ring_line[slot] = line + 1;
+    m->ring_idx[d] = (m->ring_idx[d] + 1) % c->wpq_entries;
     uint64_t occ = 0;
     for (uint32_t i = 0; i < c->wpq_entries; i++)
-        occ += m->ring[i] > accept;
+        occ += m->ring[base + i] > accept;
     st->wpq_inserts += 1;
     st->wpq_occ_sum += occ;
     if (occ > st->wpq_occ_max)
@@ -306,12 +458,12 @@ static double wpq_insert(pm_machine *m, int tid, double arrive, uint64_t line, d
     return accept;
 }
 
-/* A dirty line leaves the caches; return the WPQ acceptance time (0 for DRAM). */
-static double write_back_memory(pm_machine *m, int tid, uint64_t line, int cause)
+/* A dirty line leaves the caches at t; return the WPQ acceptance time (0 for DRAM). */
+static double write_back_memory(pm_machine *m, int tid, uint64_t line, int cause, double t)
 {
     uint64_t addr = line << LINE_SHIFT;
     if (addr >= m->pm_base && addr < m->pm_end) {
-        double arrive = m->st[tid].time_ns + m->cfg.to_wpq_ns;
+        double arrive = t + m->cfg.to_wpq_ns;
         double done;
         double accept = wpq_insert(m, tid, arrive, line, &done);
         emit(m, EV_WB, tid, (uint32_t)cause, addr, round_half_even(done * 1000));
@@ -340,7 +492,7 @@ static void evict_to(pm_machine *m, int tid, int level, uint64_t line)
         line = vline;
     }
     st->writebacks += 1;
-    double accept = write_back_memory(m, tid, line, WB_EVICT);
+    double accept = write_back_memory(m, tid, line, WB_EVICT, st->time_ns);
     double arrive = st->time_ns + m->cfg.to_wpq_ns;
     if (accept > arrive) {
         double stall = accept - arrive;
@@ -404,14 +556,113 @@ static inline int snoop_invalidate(pm_machine *m, int tid, uint64_t line)
     return hit;
 }
 
-/* Run one access through the hierarchy; return the latency and the level that hit (1-4).
-   write: 0 a read; 1 a write (other copies invalidated, the L1 copy dirty); 2 a
-   transactional write (other copies invalidated, the data buffered: the L1 copy unchanged). */
-static inline double mem_access(pm_machine *m, int tid, uint64_t line, int write, int *level_out)
+/* ---- prefetchers (reference: PyEngine._pf_take, _prefetch, _pf_train) ------------------ */
+
+/* Remove line from the thread's in-flight prefetches; its arrival time, or -1.0. */
+static double pf_take(pm_machine *m, int tid, uint64_t line)
+{
+    int64_t *lines = &m->pf_line[(size_t)tid * m->pf_slots];
+    for (uint32_t i = 0; i < m->pf_slots; i++) {
+        if (lines[i] == (int64_t)line) {
+            lines[i] = -1;
+            return m->pf_ready[(size_t)tid * m->pf_slots + i];
+        }
+    }
+    return -1.0;
+}
+
+/* Fetch line into the thread's L2 (and the LLC) at t, unless a private cache holds it. */
+static void hw_prefetch(pm_machine *m, int tid, uint64_t line, double t)
+{
+    const pm_config *c = &m->cfg;
+    if (cache_lookup(&m->l1[tid], line) != NULL || cache_lookup(&m->l2[tid], line) != NULL)
+        return;
+    for (int d = 0; d < c->cores; d++) {
+        if (d == tid)
+            continue;
+        if ((m->l1[d].used && cache_lookup(&m->l1[d], line) != NULL)
+            || (m->l2[d].used && cache_lookup(&m->l2[d], line) != NULL))
+            return;
+    }
+    double lat = c->llc_ns;
+    uint64_t *e = cache_lookup(&m->llc, line);
+    if (e != NULL) {
+        cache_touch(&m->llc, e);
+    } else {
+        lat += memory_read(m, tid, line, t + lat);
+        fill(m, tid, 3, line);
+    }
+    fill(m, tid, 2, line);
+    m->st[tid].pf_issued += 1;
+    size_t i = (size_t)tid * m->pf_slots + m->pf_idx[tid];
+    m->pf_line[i] = (int64_t)line;
+    m->pf_ready[i] = t + lat;
+    m->pf_idx[tid] = (m->pf_idx[tid] + 1) % m->pf_slots;
+}
+
+/* The L2 streamer sees a demand miss (or a hit on a prefetched line) at line. */
+static void pf_train(pm_machine *m, int tid, uint64_t line, double t)
+{
+    const pm_config *c = &m->cfg;
+    if (!c->pf_stream)
+        return;
+    int64_t page = (int64_t)(line >> 6), l = (int64_t)line;
+    uint64_t tick = ++m->pf_tick[tid];
+    int64_t *streams = &m->pf_streams[(size_t)tid * c->pf_streams * 5];
+    int64_t *e = NULL, *lru = streams;
+    for (uint32_t i = 0; i < c->pf_streams; i++) {
+        int64_t *s_ = &streams[5 * i];
+        if (s_[0] == page) {
+            e = s_;
+            break;
+        }
+        if (s_[4] < lru[4])
+            lru = s_;
+    }
+    if (e == NULL) {
+        lru[0] = page;
+        lru[1] = l;
+        lru[2] = 0;
+        lru[3] = l;
+        lru[4] = (int64_t)tick;
+        return;
+    }
+    int64_t delta = l - e[1];
+    e[1] = l;
+    e[4] = (int64_t)tick;
+    if (delta != 1 && delta != -1)
+        return;
+    if (e[2] != delta) {
+        e[2] = delta;
+        e[3] = l;
+        return;
+    }
+    int64_t f = e[3];
+    if ((f - l) * delta < 0)
+        f = l;
+    uint32_t n = 0;
+    int64_t x = f + delta;
+    while (n < c->pf_degree && (x - l) * delta <= (int64_t)c->pf_distance && x >= 0
+           && (x >> 6) == page) {
+        hw_prefetch(m, tid, (uint64_t)x, t);
+        f = x;
+        x += delta;
+        n++;
+    }
+    e[3] = f;
+}
+
+/* Run one access issued at t through the hierarchy; return the latency and the level that
+   hit (1-4). write: 0 a read; 1 a write (other copies invalidated, the L1 copy dirty); 2 a
+   transactional write (other copies invalidated, the data buffered: the L1 copy unchanged).
+   A miss in L2, or a hit on a prefetched line, trains the prefetchers. */
+static inline double mem_access(pm_machine *m, int tid, uint64_t line, int write, double t,
+                                int *level_out)
 {
     const pm_config *c = &m->cfg;
     pm_stats *st = &m->st[tid];
     cache *l1 = &m->l1[tid], *l2 = &m->l2[tid];
+    int pf_on = c->pf_stream || c->pf_adjacent;
     double lat = 0.0;
     int level;
     uint64_t *e = cache_lookup(l1, line);
@@ -428,6 +679,17 @@ static inline double mem_access(pm_machine *m, int tid, uint64_t line, int write
             st->l2_hits += 1;
             level = 2;
             lat = c->l2_ns;
+            if (pf_on) {
+                double ready = pf_take(m, tid, line);
+                if (ready >= 0.0) {
+                    st->pf_useful += 1;
+                    if (ready - t > lat) {
+                        st->pf_late += 1;
+                        lat = ready - t;
+                    }
+                    pf_train(m, tid, line, t);
+                }
+            }
         } else {
             st->l2_misses += 1;
             if (!write && c->cores > 1 && snoop_downgrade(m, tid, line)) {
@@ -443,17 +705,16 @@ static inline double mem_access(pm_machine *m, int tid, uint64_t line, int write
             } else {
                 st->llc_misses += 1;
                 level = 4;
-                uint64_t addr = line << LINE_SHIFT;
-                if (addr >= m->pm_base && addr < m->pm_end) {
-                    lat += c->llc_ns + c->pm_read_ns;
-                    st->pm_read_bytes += LINE_BYTES;
-                } else {
-                    lat += c->llc_ns + c->dram_ns;
-                    st->dram_read_bytes += LINE_BYTES;
-                }
+                lat += c->llc_ns + memory_read(m, tid, line, t + lat + c->llc_ns);
                 fill(m, tid, 3, line);
             }
             fill(m, tid, 2, line);
+            if (pf_on) {
+                pf_take(m, tid, line);
+                if (c->pf_adjacent)
+                    hw_prefetch(m, tid, line ^ 1, t);
+                pf_train(m, tid, line, t);
+            }
         }
         fill(m, tid, 1, line);
         e = NULL;
@@ -473,9 +734,53 @@ static inline double mem_access(pm_machine *m, int tid, uint64_t line, int write
     return lat;
 }
 
+/* ---- the out-of-order core's store buffer (reference: PyEngine._sb_*) ------------------ */
+
+/* A store retires into the store buffer at the thread's clock and reaches L1 lat later, after
+   the older stores; stalls only while the buffer is full. */
+static void sb_store(pm_machine *m, int tid, double lat)
+{
+    pm_stats *st = &m->st[tid];
+    double t = st->time_ns;
+    double *ring = &m->sb_ring[(size_t)tid * m->cfg.sb_entries];
+    uint32_t i = m->sb_idx[tid];
+    if (ring[i] > t) {
+        st->sb_stall_ns += ring[i] - t;
+        t = ring[i];
+        st->time_ns = t;
+    }
+    double done = t + lat;
+    if (done < m->sb_last[tid])
+        done = m->sb_last[tid];
+    ring[i] = done;
+    m->sb_idx[tid] = (i + 1) % m->cfg.sb_entries;
+    m->sb_last[tid] = done;
+    st->time_ns = t + m->cfg.store_ns;
+}
+
+/* Wait until every buffered store of the thread reached L1 (ooo core only). */
+static inline void sb_drain(pm_machine *m, int tid)
+{
+    pm_stats *st = &m->st[tid];
+    if (m->cfg.ooo && m->sb_last[tid] > st->time_ns) {
+        st->sb_stall_ns += m->sb_last[tid] - st->time_ns;
+        st->time_ns = m->sb_last[tid];
+    }
+}
+
+/* The time a flush can write back: after the older stores reached L1. */
+static inline double sb_after(const pm_machine *m, int tid)
+{
+    double t = m->st[tid].time_ns;
+    if (m->cfg.ooo && m->sb_last[tid] > t)
+        return m->sb_last[tid];
+    return t;
+}
+
 /* Clean (and optionally drop) every copy; write back once if any copy was dirty.
    Returns the WPQ acceptance time, or -1.0 when nothing was written back. */
-static double flush_line(pm_machine *m, int tid, uint64_t line, int invalidate, int cause)
+static double flush_line(pm_machine *m, int tid, uint64_t line, int invalidate, int cause,
+                         double t)
 {
     int dirty = 0;
     int n = 2 * m->cfg.cores + 1;
@@ -494,7 +799,7 @@ static double flush_line(pm_machine *m, int tid, uint64_t line, int invalidate, 
     }
     if (!dirty)
         return -1.0;
-    return write_back_memory(m, tid, line, cause);
+    return write_back_memory(m, tid, line, cause, t);
 }
 
 /* ---- hardware transactions: sets, conflicts, capacity --------------------------------- */
@@ -739,12 +1044,78 @@ static inline int do_load(pm_machine *m, int tid, uint64_t addr, uint64_t *out)
     pm_stats *st = &m->st[tid];
     if (m->cfg.timed) {
         int level;
-        st->time_ns += mem_access(m, tid, addr >> LINE_SHIFT, 0, &level);
+        st->time_ns += mem_access(m, tid, addr >> LINE_SHIFT, 0, st->time_ns, &level);
     }
     st->loads += 1;
     if (mode == MODE_TX && htm_buffered(m, tid, addr, out))
         return 0;
     *out = *w;
+    return 0;
+}
+
+/* Independent loads (PyEngine.load_many): addrs[i * stride] for i < n. Every address and the
+   thread are checked first; on an error *bad is the index of the offending address and
+   nothing has run. */
+static int do_load_many(pm_machine *m, int tid, const uint64_t *addrs, size_t stride, size_t n,
+                        uint64_t *out, size_t *bad)
+{
+    for (size_t i = 0; i < n; i++) {
+        int pm;
+        *bad = i;
+        if (locate(m, addrs[i * stride], &pm) == NULL)
+            return PM_ERR_ADDR;
+        if (bad_tid(m, tid))
+            return PM_ERR_TID;
+    }
+    if (!m->cfg.timed || !m->cfg.ooo) {
+        for (size_t i = 0; i < n; i++) {
+            *bad = i;
+            int err = do_load(m, tid, addrs[i * stride], &out[i]);
+            if (err)
+                return err;
+        }
+        return 0;
+    }
+    pm_stats *st = &m->st[tid];
+    double issue = m->cfg.load_issue_ns;
+    double *ring = &m->lf_ring[(size_t)tid * m->cfg.lf_entries];
+    double t = st->time_ns, end = t;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t addr = addrs[i * stride];
+        int pm;
+        uint64_t *w = locate(m, addr, &pm);
+        *bad = i;
+        if (reserve(m))
+            return PM_ERR_NOMEM;
+        HTM_MODE(m, tid, addr, ACC_READ);
+        if (mode == MODE_SKIP) {
+            out[i] = 0;
+            continue;
+        }
+        int level;
+        double lat = mem_access(m, tid, addr >> LINE_SHIFT, 0, t, &level);
+        double done;
+        if (level == 1) {
+            done = t + lat;
+        } else {
+            uint32_t j = m->lf_idx[tid];
+            double start = ring[j] > t ? ring[j] : t;
+            done = start + lat;
+            ring[j] = done;
+            m->lf_idx[tid] = (j + 1) % m->cfg.lf_entries;
+        }
+        if (done > end)
+            end = done;
+        st->loads += 1;
+        t += issue;
+        if (mode == MODE_TX && htm_buffered(m, tid, addr, &out[i]))
+            continue;
+        out[i] = *w;
+    }
+    if (t > end)
+        end = t;
+    if (end > st->time_ns)
+        st->time_ns = end;
     return 0;
 }
 
@@ -754,8 +1125,11 @@ static int tx_store(pm_machine *m, int tid, uint64_t addr, uint64_t value, uint6
     pm_stats *st = &m->st[tid];
     if (m->cfg.timed) {
         int level;
-        double lat = mem_access(m, tid, addr >> LINE_SHIFT, 2, &level);
-        st->time_ns += level == 1 ? m->cfg.store_ns : lat;
+        double lat = mem_access(m, tid, addr >> LINE_SHIFT, 2, st->time_ns, &level);
+        if (m->cfg.ooo)
+            sb_store(m, tid, lat);
+        else
+            st->time_ns += level == 1 ? m->cfg.store_ns : lat;
     }
     *counter += 1;
     htm_buffer(m, tid, addr, value);
@@ -773,8 +1147,11 @@ static inline int do_store(pm_machine *m, int tid, uint64_t addr, uint64_t value
     m->wc[tid] = 0;
     if (m->cfg.timed) {
         int level;
-        double lat = mem_access(m, tid, addr >> LINE_SHIFT, 1, &level);
-        st->time_ns += level == 1 ? m->cfg.store_ns : lat;
+        double lat = mem_access(m, tid, addr >> LINE_SHIFT, 1, st->time_ns, &level);
+        if (m->cfg.ooo)
+            sb_store(m, tid, lat);
+        else
+            st->time_ns += level == 1 ? m->cfg.store_ns : lat;
     }
     st->stores += 1;
     *w = value;
@@ -801,7 +1178,7 @@ static int do_ntstore(pm_machine *m, int tid, uint64_t addr, uint64_t value)
     uint64_t line = addr >> LINE_SHIFT;
     int combined = pm && m->wc[tid] == line + 1; /* joins the open write-combining buffer */
     if (!combined)
-        flush_line(m, tid, line, 1, WB_NT);
+        flush_line(m, tid, line, 1, WB_NT, st->time_ns);
     st->time_ns += m->cfg.store_ns;
     st->ntstores += 1;
     *w = value;
@@ -843,7 +1220,7 @@ static int do_flush(pm_machine *m, int tid, uint64_t addr, int kind)
         emit(m, kind, tid, 0, line << LINE_SHIFT, 0);
     if (!m->cfg.timed)
         return 0;
-    double accept = flush_line(m, tid, line, kind != EV_CLWB, WB_FLUSH);
+    double accept = flush_line(m, tid, line, kind != EV_CLWB, WB_FLUSH, sb_after(m, tid));
     if (accept < 0.0)
         return 0;
     if (kind == EV_CLFLUSH) {
@@ -855,7 +1232,8 @@ static int do_flush(pm_machine *m, int tid, uint64_t addr, int kind)
     return 0;
 }
 
-/* Wait for this thread's outstanding flushes (and a pending pcommit). */
+/* Wait for this thread's store buffer (ooo), outstanding flushes and a pending pcommit (in a
+   'fixed' persist barrier the barrier's cost stands for all of it). */
 static void fence_wait(pm_machine *m, int tid)
 {
     double target = m->pending[tid];
@@ -866,6 +1244,7 @@ static void fence_wait(pm_machine *m, int tid)
     m->pcommit_wait[tid] = 0.0;
     if (m->in_fixed_pb[tid])
         return;
+    sb_drain(m, tid);
     pm_stats *st = &m->st[tid];
     double wait = target - st->time_ns;
     if (wait > 0.0) {
@@ -910,10 +1289,12 @@ static int do_pcommit(pm_machine *m, int tid)
     if (!m->in_fixed_pb[tid])
         st->time_ns += m->cfg.pcommit_ns;
     if (m->cfg.domain == 0) {
-        double drain = m->bank_free[0];
-        for (uint32_t i = 1; i < m->cfg.banks; i++)
-            if (m->bank_free[i] > drain)
-                drain = m->bank_free[i];
+        const double *free_at = m->cfg.dimms ? m->chan_free : m->bank_free;
+        uint32_t nfree = m->cfg.dimms ? m->cfg.dimms : m->cfg.banks;
+        double drain = free_at[0];
+        for (uint32_t i = 1; i < nfree; i++)
+            if (free_at[i] > drain)
+                drain = free_at[i];
         if (drain > m->pcommit_wait[tid])
             m->pcommit_wait[tid] = drain;
     }
@@ -936,7 +1317,8 @@ static int do_rmw(pm_machine *m, int tid, uint64_t addr, int has_expected, uint6
         st->time_ns += m->cfg.rmw_ns;
         fence_wait(m, tid);
         int level;
-        st->time_ns += mem_access(m, tid, addr >> LINE_SHIFT, mode == MODE_TX ? 2 : 1, &level);
+        st->time_ns += mem_access(m, tid, addr >> LINE_SHIFT, mode == MODE_TX ? 2 : 1,
+                                  st->time_ns, &level);
     }
     st->rmws += 1;
     if (mode == MODE_TX) {
@@ -1024,8 +1406,10 @@ static int do_xbegin(pm_machine *m, int tid)
     m->htm_active++;
     m->htm_live++;
     m->st[tid].htm_begins += 1;
-    if (m->cfg.timed)
+    if (m->cfg.timed) {
+        sb_drain(m, tid);
         m->st[tid].time_ns += m->cfg.xbegin_ns;
+    }
     return 0;
 }
 
@@ -1047,8 +1431,10 @@ static int do_xend(pm_machine *m, int tid, uint64_t *out)
     if (h->state == HTM_NONE)
         return PM_ERR_HTM;
     if (h->state == HTM_DOOMED) {
-        if (m->cfg.timed)
+        if (m->cfg.timed) {
+            sb_drain(m, tid);
             st->time_ns += m->cfg.xabort_ns;
+        }
         *out = h->status;
         h->state = HTM_NONE;
         h->status = 0;
@@ -1060,8 +1446,10 @@ static int do_xend(pm_machine *m, int tid, uint64_t *out)
         words += (size_t)popcount8(h->lines[h->written[k]].dmask);
     if (reserve_n(m, words + (size_t)EVENTS_PER_OP * h->nwritten))
         return PM_ERR_NOMEM;
-    if (m->cfg.timed)
+    if (m->cfg.timed) {
+        sb_drain(m, tid);
         st->time_ns += m->cfg.xend_ns;
+    }
     st->htm_commits += 1;
     for (uint32_t k = 0; k < h->nwritten; k++) {
         const htm_line *e = &h->lines[h->written[k]];
@@ -1086,7 +1474,7 @@ static int do_xend(pm_machine *m, int tid, uint64_t *out)
                 *p |= 1;
             } else { /* evicted from L1 during the transaction: take it again */
                 int level;
-                st->time_ns += mem_access(m, tid, e->line, 1, &level);
+                st->time_ns += mem_access(m, tid, e->line, 1, st->time_ns, &level);
             }
         }
     }
@@ -1140,6 +1528,50 @@ static void htm_free(htm_tx *h)
     free(h->setcount);
 }
 
+/* reference.dimm_seed: the machine's seed mixed with the DIMM's index, never 0 */
+static uint64_t dimm_seed(uint64_t seed, uint32_t d)
+{
+    uint64_t x = seed ^ (UINT64_C(0x9E3779B97F4A7C15) * (uint64_t)(d + 1));
+    return x ? x : 1;
+}
+
+/* The WPQ rings, the cores' buffers, the prefetchers and the DIMMs as after power-on. */
+static void timing_reset(pm_machine *m)
+{
+    const pm_config *c = &m->cfg;
+    size_t n = (size_t)c->cores, nd = m->ndimm, nring = (size_t)c->wpq_entries * nd;
+    memset(m->ring, 0, nring * sizeof(double));
+    memset(m->ring_start, 0, nring * sizeof(double));
+    memset(m->ring_line, 0, nring * sizeof(uint64_t));
+    memset(m->ring_idx, 0, nd * sizeof(uint32_t));
+    memset(m->sb_ring, 0, n * c->sb_entries * sizeof(double));
+    memset(m->sb_idx, 0, n * sizeof(uint32_t));
+    memset(m->sb_last, 0, n * sizeof(double));
+    memset(m->lf_ring, 0, n * c->lf_entries * sizeof(double));
+    memset(m->lf_idx, 0, n * sizeof(uint32_t));
+    for (size_t i = 0; i < n * c->pf_streams; i++) {
+        int64_t *e = &m->pf_streams[5 * i];
+        e[0] = -1;
+        e[1] = e[2] = e[3] = e[4] = 0;
+    }
+    memset(m->pf_tick, 0, n * sizeof(uint64_t));
+    for (size_t i = 0; i < n * m->pf_slots; i++) {
+        m->pf_line[i] = -1;
+        m->pf_ready[i] = 0.0;
+    }
+    memset(m->pf_idx, 0, n * sizeof(uint32_t));
+    for (size_t i = 0; i < nd * c->xpb_lines; i++) {
+        m->xpb_line[i] = -1;
+        m->xpb_mask[i] = 0;
+        m->xpb_busy[i] = 0.0;
+    }
+    for (uint32_t d = 0; d < nd; d++) {
+        m->xpb_fill[d] = 0;
+        m->rng[d] = dimm_seed(c->seed, d);
+        m->chan_free[d] = m->rd_free[d] = m->wr_free[d] = 0.0;
+    }
+}
+
 /* ---- public entry points ------------------------------------------------------------- */
 
 pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const uint64_t *sizes,
@@ -1158,10 +1590,32 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->pcommit_wait = calloc((size_t)n, sizeof(double));
     m->in_fixed_pb = calloc((size_t)n, 1);
     m->wc = calloc((size_t)n, sizeof(uint64_t));
-    m->ring = calloc(cfg->wpq_entries, sizeof(double));
-    m->ring_start = calloc(cfg->wpq_entries, sizeof(double));
-    m->ring_line = calloc(cfg->wpq_entries, sizeof(uint64_t));
+    m->ndimm = cfg->dimms ? cfg->dimms : 1;
+    size_t nd = m->ndimm, nring = (size_t)cfg->wpq_entries * nd;
+    m->ring = calloc(nring, sizeof(double));
+    m->ring_start = calloc(nring, sizeof(double));
+    m->ring_line = calloc(nring, sizeof(uint64_t));
+    m->ring_idx = calloc(nd, sizeof(uint32_t));
     m->bank_free = calloc(cfg->banks, sizeof(double));
+    m->sb_ring = calloc((size_t)n * cfg->sb_entries, sizeof(double));
+    m->sb_idx = calloc((size_t)n, sizeof(uint32_t));
+    m->sb_last = calloc((size_t)n, sizeof(double));
+    m->lf_ring = calloc((size_t)n * cfg->lf_entries, sizeof(double));
+    m->lf_idx = calloc((size_t)n, sizeof(uint32_t));
+    m->pf_slots = 2 * cfg->pf_distance + 2;
+    m->pf_streams = calloc((size_t)n * cfg->pf_streams * 5, sizeof(int64_t));
+    m->pf_tick = calloc((size_t)n, sizeof(uint64_t));
+    m->pf_line = calloc((size_t)n * m->pf_slots, sizeof(int64_t));
+    m->pf_ready = calloc((size_t)n * m->pf_slots, sizeof(double));
+    m->pf_idx = calloc((size_t)n, sizeof(uint32_t));
+    m->xpb_line = calloc(nd * cfg->xpb_lines, sizeof(int64_t));
+    m->xpb_mask = calloc(nd * cfg->xpb_lines, 1);
+    m->xpb_busy = calloc(nd * cfg->xpb_lines, sizeof(double));
+    m->xpb_fill = calloc(nd, sizeof(uint32_t));
+    m->rng = calloc(nd, sizeof(uint64_t));
+    m->chan_free = calloc(nd, sizeof(double));
+    m->rd_free = calloc(nd, sizeof(double));
+    m->wr_free = calloc(nd, sizeof(double));
     m->rbase = calloc(r, sizeof(uint64_t));
     m->rend = calloc(r, sizeof(uint64_t));
     m->rwords = calloc(r, sizeof(uint64_t *));
@@ -1169,7 +1623,11 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->tcap = TRACE_INITIAL;
     m->tr = malloc(m->tcap * sizeof(pm_event));
     int ok = m->l1 && m->l2 && m->st && m->pending && m->pcommit_wait && m->in_fixed_pb && m->wc
-             && m->ring && m->ring_start && m->ring_line && m->bank_free && m->rbase && m->rend && m->rwords && m->tr && m->htm;
+             && m->ring && m->ring_start && m->ring_line && m->ring_idx && m->bank_free && m->rbase
+             && m->rend && m->rwords && m->tr && m->htm && m->sb_ring && m->sb_idx && m->sb_last
+             && m->lf_ring && m->lf_idx && m->pf_streams && m->pf_tick && m->pf_line
+             && m->pf_ready && m->pf_idx && m->xpb_line && m->xpb_mask && m->xpb_busy
+             && m->xpb_fill && m->rng && m->chan_free && m->rd_free && m->wr_free;
     ok = ok && cache_init(&m->llc, cfg->llc_sets, cfg->llc_ways);
     for (int i = 0; ok && i < n; i++)
         ok = cache_init(&m->l1[i], cfg->l1_sets, cfg->l1_ways)
@@ -1185,6 +1643,7 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     }
     m->pm_base = m->rbase[cfg->pm_index];
     m->pm_end = m->rend[cfg->pm_index];
+    timing_reset(m);
     return m;
 }
 
@@ -1211,7 +1670,26 @@ void pm_machine_free(pm_machine *m)
     free(m->ring);
     free(m->ring_start);
     free(m->ring_line);
+    free(m->ring_idx);
     free(m->bank_free);
+    free(m->sb_ring);
+    free(m->sb_idx);
+    free(m->sb_last);
+    free(m->lf_ring);
+    free(m->lf_idx);
+    free(m->pf_streams);
+    free(m->pf_tick);
+    free(m->pf_line);
+    free(m->pf_ready);
+    free(m->pf_idx);
+    free(m->xpb_line);
+    free(m->xpb_mask);
+    free(m->xpb_busy);
+    free(m->xpb_fill);
+    free(m->rng);
+    free(m->chan_free);
+    free(m->rd_free);
+    free(m->wr_free);
     free(m->rbase);
     free(m->rend);
     free(m->rwords);
@@ -1245,11 +1723,8 @@ void pm_reset_volatile(pm_machine *m)
     memset(m->pcommit_wait, 0, (size_t)n * sizeof(double));
     memset(m->in_fixed_pb, 0, (size_t)n);
     memset(m->wc, 0, (size_t)n * sizeof(uint64_t));
-    memset(m->ring, 0, m->cfg.wpq_entries * sizeof(double));
-    memset(m->ring_start, 0, m->cfg.wpq_entries * sizeof(double));
-    memset(m->ring_line, 0, m->cfg.wpq_entries * sizeof(uint64_t));
     memset(m->bank_free, 0, m->cfg.banks * sizeof(double));
-    m->ring_idx = 0;
+    timing_reset(m);
     m->err = 0;
     for (int i = 0; i < n; i++) {
         htm_clear(m, &m->htm[i]);
@@ -1273,6 +1748,12 @@ uint64_t pm_load(pm_machine *m, int tid, uint64_t addr)
     uint64_t v = UINT64_MAX;
     m->err = do_load(m, tid, addr, &v);
     return v;
+}
+
+int pm_load_many(pm_machine *m, int tid, const uint64_t *addrs, size_t n, uint64_t *out)
+{
+    size_t bad;
+    return do_load_many(m, tid, addrs, 1, n, out, &bad);
 }
 
 int pm_store(pm_machine *m, int tid, uint64_t addr, uint64_t value)
@@ -1462,6 +1943,19 @@ int64_t pm_run_batch(pm_machine *m, const pm_op *ops, size_t n, uint64_t *out)
         int err;
         switch (o->op) {
         case OP_LOAD:
+            if (o->aux & 1) { /* an independent group: the run of such loads of this thread */
+                size_t j = i + 1, bad = 0;
+                while (j < n && ops[j].op == OP_LOAD && (ops[j].aux & 1) && ops[j].tid == o->tid)
+                    j++;
+                err = do_load_many(m, tid, &o->addr, sizeof(pm_op) / sizeof(uint64_t), j - i,
+                                   &out[i], &bad);
+                if (err) {
+                    m->err = err;
+                    return (int64_t)(i + bad);
+                }
+                i = j - 1;
+                continue;
+            }
             err = do_load(m, tid, o->addr, &v);
             break;
         case OP_STORE:

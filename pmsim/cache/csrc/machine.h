@@ -54,6 +54,17 @@ typedef struct pm_config {
     int htm_any_flush;   /* 1: any flush inside a transaction aborts it */
     double xbegin_ns, xend_ns, xabort_ns, rdtsc_ns, tsc_ghz;
     double tsc_skew[64]; /* per-core TSC offsets (ns) */
+    /* the core (pmsim.config.CoreConfig): 1 = out of order (store buffer, overlapped misses) */
+    int ooo;
+    uint32_t sb_entries, lf_entries;
+    double load_issue_ns;
+    /* prefetchers (PrefetchConfig) */
+    int pf_stream, pf_adjacent;
+    uint32_t pf_distance, pf_degree, pf_streams;
+    /* the DIMM model (DIMMConfig); dimms == 0: the bank model */
+    uint32_t dimms, il_shift, xpb_lines;
+    double media_read_ns, media_read_occ_ns, media_write_ns;
+    uint64_t seed;       /* MachineConfig.seed: the buffers' replacement generators */
 } pm_config;
 
 /* One record of the persistence trace (TRACE_DTYPE). */
@@ -88,7 +99,9 @@ typedef struct pm_stats {
     uint64_t pm_read_bytes, pm_write_bytes, dram_read_bytes, dram_write_bytes;
     uint64_t htm_begins, htm_commits, htm_aborts_conflict, htm_aborts_capacity;
     uint64_t htm_aborts_explicit, htm_aborts_flush, htm_aborts_lock, htm_false_sharing;
-    double wpq_stall_ns, barrier_stall_ns, work_ns, time_ns;
+    uint64_t pf_issued, pf_useful, pf_late, xpb_hits, xpb_misses, xpb_rmw;
+    uint64_t media_read_bytes, media_write_bytes;
+    double wpq_stall_ns, sb_stall_ns, barrier_stall_ns, work_ns, time_ns;
 } pm_stats;
 
 typedef struct pm_machine pm_machine;
@@ -105,6 +118,9 @@ void pm_reset_volatile(pm_machine *m);
 int pm_error(const pm_machine *m);
 
 uint64_t pm_load(pm_machine *m, int tid, uint64_t addr);
+/* Independent loads (PyEngine.load_many): out[i] = the word at addrs[i]. Every address and
+   the thread are checked first: on an error nothing has run. */
+int pm_load_many(pm_machine *m, int tid, const uint64_t *addrs, size_t n, uint64_t *out);
 int pm_store(pm_machine *m, int tid, uint64_t addr, uint64_t value);
 int pm_ntstore(pm_machine *m, int tid, uint64_t addr, uint64_t value);
 /* A device write (Proteus/ATOM memory controller): PM and trace only; PM addresses only. */

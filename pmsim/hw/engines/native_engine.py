@@ -105,6 +105,19 @@ def _config(ffi: Any, cfg: MachineConfig, mem: Memory, timed: bool = True) -> An
     c.rdtsc_ns, c.tsc_ghz = float(h.rdtsc_ns), float(h.tsc_ghz)
     for core in range(cfg.cores):
         c.tsc_skew[core] = h.skew(core)
+    k = cfg.core
+    c.ooo = 1 if k.model == "ooo" else 0
+    c.sb_entries, c.lf_entries = k.store_buffer, k.fill_buffers
+    c.load_issue_ns = float(k.load_issue_ns)
+    p = cfg.prefetch
+    c.pf_stream, c.pf_adjacent = int(p.stream), int(p.adjacent)
+    c.pf_distance, c.pf_degree, c.pf_streams = p.distance, p.degree, p.streams
+    d = cfg.pm.dimm
+    c.dimms, c.xpb_lines = d.dimms, d.buffer_lines
+    c.il_shift = (d.interleave_kib * 1024 // 64).bit_length() - 1
+    c.media_read_ns, c.media_read_occ_ns = float(d.media_read_ns), float(d.media_read_occ_ns)
+    c.media_write_ns = float(d.media_write_ns)
+    c.seed = cfg.seed
     return c
 
 
@@ -114,6 +127,7 @@ class CEngine:
     backend = "c"
 
     load: Callable[[int, int], int]
+    load_many: Callable[[int, list[int]], list[int]]
     store: Callable[[int, int, int], None]
     ntstore: Callable[[int, int, int], None]
     clflush: Callable[[int, int], None]
@@ -215,6 +229,26 @@ class CEngine:
             return op
 
         f_load, f_cas, f_xchg = lib.pm_load, lib.pm_cas, lib.pm_xchg
+        f_many = lib.pm_load_many
+        ffi = self._ffi
+
+        def load_many(tid: int, addrs: list[int]) -> list[int]:
+            """Independent loads (see PyEngine.load_many)."""
+            n = len(addrs)
+            out = ffi.new("uint64_t[]", n)
+            try:
+                code = f_many(m, tid, ffi.new("uint64_t[]", addrs), n, out)
+            except (OverflowError, TypeError):
+                for a in addrs:
+                    diagnose(tid, a)
+                raise
+            if code:
+                if code == lib.PM_ERR_NOMEM:
+                    fail(code, tid, None)
+                for a in addrs:
+                    diagnose(tid, a)
+                fail(code, tid, None)
+            return list(out)
 
         def load(tid: int, addr: int) -> int:
             if addr.__class__ is not int:
@@ -402,7 +436,7 @@ class CEngine:
 
         self.xbegin, self.xend, self.xabort, self.xstatus, self.rdtsc = (
             xbegin, xend, xabort, xstatus, rdtsc)
-        self.load, self.cas, self.xchg = load, cas, xchg
+        self.load, self.cas, self.xchg, self.load_many = load, cas, xchg, load_many
         self.store, self.ntstore = with_value(lib.pm_store), with_value(lib.pm_ntstore)
         self.clflush = with_addr(lib.pm_clflush, True)
         self.clflushopt = with_addr(lib.pm_clflushopt, True)

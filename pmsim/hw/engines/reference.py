@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from ...cache.lru import CacheArray
-from ...config import LINE, MachineConfig
+from ...config import LINE, XPLINE, MachineConfig
 from ...errors import ConfigError
 from ...stats import STATS_DTYPE
 from ...trace import TRACE_DTYPE, Ev
@@ -59,9 +59,17 @@ OP_XBEGIN, OP_XEND, OP_XABORT, OP_XSTATUS, OP_RDTSC = 14, 15, 16, 17, 18
 BATCH_DTYPE = np.dtype([("op", "u1"), ("pad", "u1"), ("tid", "u2"), ("aux", "u4"),
                         ("addr", "u8"), ("value", "u8"), ("arg", "u8")])
 """One operation of a batch: ``arg`` is CAS's new value, work's ns (float bits) or unused;
-``aux`` is a marker's or xabort's code."""
+``aux`` is a marker's or xabort's code; a run of loads of one thread with ``aux`` bit 0 set is
+one independent group (``load_many``)."""
 
 _WB_EVICT, _WB_FLUSH, _WB_NT = 0, 1, 2
+
+
+def dimm_seed(seed: int, dimm: int) -> int:
+    """The initial state of DIMM ``dimm``'s replacement generator (a 64-bit LCG; the C core's
+    the same): the machine's seed mixed with the DIMM's index, never 0."""
+    x = (seed ^ (0x9E3779B97F4A7C15 * (dimm + 1))) & U64
+    return x or 1
 
 COUNTERS = tuple(n for n in STATS_DTYPE.names if STATS_DTYPE.fields[n][0] == np.uint64)
 """The integer statistics (instruction and event counts, bytes)."""
@@ -208,17 +216,250 @@ class PyEngine:
         self.pcommit_wait = [0.0] * cfg.cores  # drain time a fence must wait for (PDOM-0)
         self.in_fixed_pb = [False] * cfg.cores
         self.wc = [0] * cfg.cores  # line + 1 of the thread's open write-combining buffer, 0: none
-        n = cfg.pm.wpq_entries
-        self.wpq_ring = [0.0] * n  # completion time of the last n inserts
+        n = cfg.pm.wpq_entries * max(1, cfg.pm.dimm.dimms)  # one WPQ per DIMM
+        self.wpq_ring = [0.0] * n  # completion time of the last inserts
         self.wpq_start = [0.0] * n  # when each one's media write begins
         self.wpq_line = [-1] * n  # the line each one writes
-        self.wpq_idx = 0
+        self.wpq_idx = [0] * max(1, cfg.pm.dimm.dimms)
         self.bank_free = [0.0] * cfg.pm.banks
+        self._init_core(cfg)
+        self._init_prefetch(cfg)
+        self._init_dimms(cfg)
         self._trace: list[tuple] = []
         self.htm = H.HtmState(cfg, self._bump)
 
     def _bump(self, tid: int, name: str) -> None:
         self.stats[tid][name] += 1
+
+    # -- out-of-order core, prefetchers, DIMMs (see CoreConfig, PrefetchConfig, DIMMConfig) ---
+    def _init_core(self, cfg: MachineConfig) -> None:
+        c = cfg.core
+        self.ooo = c.model == "ooo"
+        self.sb_ring = [[0.0] * c.store_buffer for _ in range(cfg.cores)]  # drain times
+        self.sb_idx = [0] * cfg.cores
+        self.sb_last = [0.0] * cfg.cores  # when the youngest buffered store reaches L1
+        self.lf_ring = [[0.0] * c.fill_buffers for _ in range(cfg.cores)]  # miss completions
+        self.lf_idx = [0] * cfg.cores
+
+    def _init_prefetch(self, cfg: MachineConfig) -> None:
+        p = cfg.prefetch
+        self.pf_on = p.on
+        # per core: streams [page, last line, direction, frontier, stamp]; in-flight ring
+        self.pf_streams = [[[-1, 0, 0, 0, 0] for _ in range(p.streams)] for _ in range(cfg.cores)]
+        self.pf_tick = [0] * cfg.cores
+        slots = 2 * p.distance + 2
+        self.pf_line = [[-1] * slots for _ in range(cfg.cores)]
+        self.pf_ready = [[0.0] * slots for _ in range(cfg.cores)]
+        self.pf_idx = [0] * cfg.cores
+
+    def _init_dimms(self, cfg: MachineConfig) -> None:
+        dm = cfg.pm.dimm
+        self.dimm_on = dm.on
+        n = max(1, dm.dimms)
+        self.il_shift = (dm.interleave_kib * 1024 // LINE).bit_length() - 1
+        self.xpb_line = [[-1] * dm.buffer_lines for _ in range(n)]  # media line held
+        self.xpb_mask = [[0] * dm.buffer_lines for _ in range(n)]  # cache lines written
+        self.xpb_busy = [[0.0] * dm.buffer_lines for _ in range(n)]  # its media write's end
+        self.xpb_fill = [0] * n  # entries in use (filled in order, then random victims)
+        self.rng = [dimm_seed(cfg.seed, d) for d in range(n)]
+        self.chan_free = [0.0] * n  # when the DIMM accepts its next 64 B write
+        self.rd_free = [0.0] * n  # when its media can start the next read
+        self.wr_free = [0.0] * n  # ... the next write (reads go first and push writes back)
+
+    def _dimm_of(self, line: int) -> int:
+        return (line >> self.il_shift) % self.cfg.pm.dimm.dimms
+
+    def _xpb_find(self, d: int, xpl: int) -> int:
+        lines = self.xpb_line[d]
+        for k in range(self.xpb_fill[d]):
+            if lines[k] == xpl:
+                return k
+        return -1
+
+    def _xpb_alloc(self, tid: int, d: int, xpl: int, t: float) -> tuple[int, float]:
+        """An entry for media line ``xpl`` of DIMM ``d`` at time ``t``; returns it and when it
+        is free: an empty one, else a random victim, written back first if partly written."""
+        dm = self.cfg.pm.dimm
+        st = self.stats[tid]
+        if self.xpb_fill[d] < dm.buffer_lines:
+            k = self.xpb_fill[d]
+            self.xpb_fill[d] = k + 1
+            ready = t
+        else:
+            x = (self.rng[d] * 6364136223846793005 + 1442695040888963407) & U64
+            self.rng[d] = x
+            k = (x >> 33) % dm.buffer_lines
+            ready = t if t >= self.xpb_busy[d][k] else self.xpb_busy[d][k]
+            if self.xpb_mask[d][k]:  # partly written: read, merge, write the media line
+                st["xpb_rmw"] += 1
+                st["media_read_bytes"] += XPLINE
+                st["media_write_bytes"] += XPLINE
+                ms = ready if ready >= self.wr_free[d] else self.wr_free[d]
+                ready = ms + dm.media_write_ns
+                self.wr_free[d] = ready
+        self.xpb_line[d][k] = xpl
+        self.xpb_mask[d][k] = 0
+        self.xpb_busy[d][k] = ready
+        return k, ready
+
+    def _dimm_write(self, tid: int, d: int, line: int, accept: float) -> tuple[float, float]:
+        """The DIMM takes one 64 B write from its WPQ: (when it starts, when it is accepted)."""
+        cfg = self.cfg
+        st = self.stats[tid]
+        start = accept if accept >= self.chan_free[d] else self.chan_free[d]
+        xpl = line >> 2
+        k = self._xpb_find(d, xpl)
+        if k < 0:
+            st["xpb_misses"] += 1
+            k, ready = self._xpb_alloc(tid, d, xpl, start)
+            if ready > start:
+                start = ready
+        else:
+            st["xpb_hits"] += 1
+        done = start + cfg.pm.write_ns
+        self.chan_free[d] = done
+        mask = self.xpb_mask[d][k] | (1 << (line & 3))
+        if mask == 15:  # the whole media line written: write it back, keep it (clean)
+            mask = 0
+            st["media_write_bytes"] += XPLINE
+            ms = done if done >= self.wr_free[d] else self.wr_free[d]
+            self.wr_free[d] = ms + cfg.pm.dimm.media_write_ns
+            self.xpb_busy[d][k] = self.wr_free[d]
+        self.xpb_mask[d][k] = mask
+        return start, done
+
+    def _dimm_read(self, tid: int, line: int, t: float) -> float:
+        """Latency of a PM read arriving at its DIMM at ``t`` (beyond the LLC's)."""
+        dm = self.cfg.pm.dimm
+        st = self.stats[tid]
+        d = self._dimm_of(line)
+        xpl = line >> 2
+        if self._xpb_find(d, xpl) >= 0:
+            st["xpb_hits"] += 1
+            return self.cfg.pm.read_ns
+        st["xpb_misses"] += 1
+        st["media_read_bytes"] += XPLINE
+        ms = t if t >= self.rd_free[d] else self.rd_free[d]
+        self.rd_free[d] = ms + dm.media_read_occ_ns
+        w = ms if ms >= self.wr_free[d] else self.wr_free[d]
+        self.wr_free[d] = w + dm.media_read_occ_ns
+        self._xpb_alloc(tid, d, xpl, ms)
+        return (ms - t) + self.cfg.pm.read_ns + dm.media_read_ns
+
+    def _memory_read(self, tid: int, line: int, t: float) -> float:
+        """Latency of a line read from memory at ``t`` (beyond the LLC's), with its bytes."""
+        st = self.stats[tid]
+        if self.mem.is_pm(line * LINE):
+            st["pm_read_bytes"] += LINE
+            if self.dimm_on:
+                return self._dimm_read(tid, line, t)
+            return self.cfg.pm.read_ns
+        st["dram_read_bytes"] += LINE
+        return self.cfg.dram.latency_ns
+
+    def _pf_take(self, tid: int, line: int) -> float:
+        """Remove ``line`` from the in-flight prefetches; its arrival time, or -1.0."""
+        lines = self.pf_line[tid]
+        for i in range(len(lines)):
+            if lines[i] == line:
+                lines[i] = -1
+                return self.pf_ready[tid][i]
+        return -1.0
+
+    def _prefetch(self, tid: int, line: int, t: float) -> None:
+        """Fetch ``line`` into this core's L2 (and the LLC) at ``t``, unless a private cache
+        already holds it."""
+        if self.l1[tid].lookup(line) is not None or self.l2[tid].lookup(line) is not None:
+            return
+        for c in range(self.cfg.cores):
+            if c != tid and (self.l1[c].lookup(line) is not None
+                             or self.l2[c].lookup(line) is not None):
+                return
+        lat = self.cfg.cache.llc.latency_ns
+        e = self.llc.lookup(line)
+        if e is not None:
+            self.llc.touch(e)
+        else:
+            lat += self._memory_read(tid, line, t + lat)
+            self._fill(tid, 3, line)
+        self._fill(tid, 2, line)
+        self.stats[tid]["pf_issued"] += 1
+        i = self.pf_idx[tid]
+        self.pf_line[tid][i] = line
+        self.pf_ready[tid][i] = t + lat
+        self.pf_idx[tid] = (i + 1) % len(self.pf_line[tid])
+
+    def _pf_train(self, tid: int, line: int, t: float) -> None:
+        """The L2 streamer sees a demand miss (or a hit on a prefetched line) at ``line``."""
+        p = self.cfg.prefetch
+        if not p.stream:
+            return
+        page = line >> 6
+        self.pf_tick[tid] += 1
+        tick = self.pf_tick[tid]
+        streams = self.pf_streams[tid]
+        e = None
+        lru = streams[0]
+        for s_ in streams:
+            if s_[0] == page:
+                e = s_
+                break
+            if s_[4] < lru[4]:
+                lru = s_
+        if e is None:
+            lru[0], lru[1], lru[2], lru[3], lru[4] = page, line, 0, line, tick
+            return
+        delta = line - e[1]
+        e[1] = line
+        e[4] = tick
+        if delta != 1 and delta != -1:
+            return
+        if e[2] != delta:
+            e[2] = delta
+            e[3] = line
+            return
+        f = e[3]
+        if (f - line) * delta < 0:
+            f = line
+        n = 0
+        x = f + delta
+        while n < p.degree and (x - line) * delta <= p.distance and x >> 6 == page:
+            self._prefetch(tid, x, t)
+            f = x
+            x += delta
+            n += 1
+        e[3] = f
+
+    def _sb_store(self, tid: int, lat: float) -> None:
+        """A store retires into the store buffer at the thread's clock; it reaches L1 ``lat``
+        later, after the older stores (in order). Stalls only while the buffer is full."""
+        t = self.clock[tid]
+        ring = self.sb_ring[tid]
+        i = self.sb_idx[tid]
+        if ring[i] > t:
+            self.stats[tid]["sb_stall_ns"] += ring[i] - t
+            t = ring[i]
+            self.clock[tid] = t
+        done = t + lat
+        if done < self.sb_last[tid]:
+            done = self.sb_last[tid]
+        ring[i] = done
+        self.sb_idx[tid] = (i + 1) % len(ring)
+        self.sb_last[tid] = done
+        self.clock[tid] = t + self.cfg.costs.store_ns
+
+    def _sb_drain(self, tid: int) -> None:
+        """Wait until every buffered store of the thread reached L1 (ooo core only)."""
+        if self.ooo and self.sb_last[tid] > self.clock[tid]:
+            self.stats[tid]["sb_stall_ns"] += self.sb_last[tid] - self.clock[tid]
+            self.clock[tid] = self.sb_last[tid]
+
+    def _sb_after(self, tid: int) -> float:
+        """The time a flush can write back: after the older stores reached L1."""
+        t = self.clock[tid]
+        if self.ooo and self.sb_last[tid] > t:
+            return self.sb_last[tid]
+        return t
 
     def reset_volatile(self) -> None:
         """Power cycle: empty caches and WPQ, zero clocks, stats, trace, DRAM and transactions;
@@ -256,27 +497,33 @@ class PyEngine:
         write is done. With ``pm.merge_writes``, a write to a line whose queued write has not
         begun its media write merges into it (as gem5's memory controller merges a burst already
         in its write queue): no entry, no media write, accepted on arrival, done with that
-        write."""
+        write. With the DIMM model the WPQ is per DIMM and 'done' is the DIMM's acceptance."""
         pm = self.cfg.pm
         n = pm.wpq_entries
         st = self.stats[tid]
-        for i in range(n if pm.merge_writes else 0):
+        d = self._dimm_of(line) if self.dimm_on else 0
+        base = d * n
+        for i in range(base, base + n) if pm.merge_writes else ():
             if self.wpq_line[i] == line and self.wpq_start[i] > arrive:
                 st["wpq_merged"] += 1
                 return arrive, self.wpq_ring[i]
-        oldest = self.wpq_ring[self.wpq_idx]
+        slot = base + self.wpq_idx[d]
+        oldest = self.wpq_ring[slot]
         accept = arrive if arrive >= oldest else oldest
-        bank = line % pm.banks
-        start = accept if accept >= self.bank_free[bank] else self.bank_free[bank]
-        done = start + pm.write_ns
-        self.bank_free[bank] = done
-        self.wpq_ring[self.wpq_idx] = done
-        self.wpq_start[self.wpq_idx] = start
-        self.wpq_line[self.wpq_idx] = line
-        self.wpq_idx = (self.wpq_idx + 1) % n
+        if self.dimm_on:
+            start, done = self._dimm_write(tid, d, line, accept)
+        else:
+            bank = line % pm.banks
+            start = accept if accept >= self.bank_free[bank] else self.bank_free[bank]
+            done = start + pm.write_ns
+            self.bank_free[bank] = done
+        self.wpq_ring[slot] = done
+        self.wpq_start[slot] = start
+        self.wpq_line[slot] = line
+        self.wpq_idx[d] = (self.wpq_idx[d] + 1) % n
         occ = 0
-        for x in self.wpq_ring:
-            if x > accept:
+        for i in range(base, base + n):
+            if self.wpq_ring[i] > accept:
                 occ += 1
         st["wpq_inserts"] += 1
         st["wpq_occ_sum"] += occ
@@ -285,12 +532,13 @@ class PyEngine:
         st["pm_write_bytes"] += LINE
         return accept, done
 
-    def _write_back_memory(self, tid: int, line: int, cause: int) -> float:
-        """A dirty line leaves the caches; return the WPQ acceptance time (0 for DRAM)."""
+    def _write_back_memory(self, tid: int, line: int, cause: int, t: float) -> float:
+        """A dirty line leaves the caches at ``t``; return the WPQ acceptance time (0 for
+        DRAM)."""
         addr = line * LINE
         st = self.stats[tid]
         if self.mem.is_pm(addr):
-            arrive = self.clock[tid] + self.cfg.pm.to_wpq_ns
+            arrive = t + self.cfg.pm.to_wpq_ns
             accept, done = self._wpq_insert(tid, arrive, line)
             self._emit(Ev.WB, tid, cause, addr, int(round(done * 1000)))
             return accept
@@ -302,7 +550,7 @@ class PyEngine:
         core = tid
         if level == 3:
             self.stats[tid]["writebacks"] += 1
-            accept = self._write_back_memory(tid, line, _WB_EVICT)
+            accept = self._write_back_memory(tid, line, _WB_EVICT, self.clock[tid])
             arrive = self.clock[tid] + self.cfg.pm.to_wpq_ns
             if accept > arrive:
                 stall = accept - arrive
@@ -325,11 +573,13 @@ class PyEngine:
         if victim is not None and victim[1]:
             self._evict_to(tid, level, victim[0])
 
-    def _access(self, tid: int, line: int, write: bool, dirty: bool = True) -> tuple[float, int]:
-        """Run one access through the hierarchy; return (latency, level that hit: 1-4).
+    def _access(self, tid: int, line: int, write: bool, dirty: bool, t: float) -> tuple[float, int]:
+        """Run one access issued at ``t`` through the hierarchy; return (latency, level that
+        hit: 1-4).
 
         A write takes the line for writing (other copies invalidated) and, when ``dirty``,
-        marks it dirty in L1 (a transactional store does not: its data is buffered)."""
+        marks it dirty in L1 (a transactional store does not: its data is buffered). A miss in
+        L2, or a hit on a prefetched line, trains the prefetchers."""
         cfg = self.cfg
         st = self.stats[tid]
         l1, l2 = self.l1[tid], self.l2[tid]
@@ -348,6 +598,14 @@ class PyEngine:
                 st["l2_hits"] += 1
                 level = 2
                 lat = cfg.cache.l2.latency_ns
+                if self.pf_on:
+                    ready = self._pf_take(tid, line)
+                    if ready >= 0.0:
+                        st["pf_useful"] += 1
+                        if ready - t > lat:
+                            st["pf_late"] += 1
+                            lat = ready - t
+                        self._pf_train(tid, line, t)
             else:
                 st["l2_misses"] += 1
                 # a read missing the private caches downgrades dirty copies elsewhere
@@ -363,15 +621,15 @@ class PyEngine:
                 else:
                     st["llc_misses"] += 1
                     level = 4
-                    addr = line * LINE
-                    if self.mem.is_pm(addr):
-                        lat += cfg.cache.llc.latency_ns + cfg.pm.read_ns
-                        st["pm_read_bytes"] += LINE
-                    else:
-                        lat += cfg.cache.llc.latency_ns + cfg.dram.latency_ns
-                        st["dram_read_bytes"] += LINE
+                    llc = cfg.cache.llc.latency_ns
+                    lat += llc + self._memory_read(tid, line, t + lat + llc)
                     self._fill(tid, 3, line)
                 self._fill(tid, 2, line)
+                if self.pf_on:
+                    self._pf_take(tid, line)
+                    if cfg.prefetch.adjacent:
+                        self._prefetch(tid, line ^ 1, t)
+                    self._pf_train(tid, line, t)
             self._fill(tid, 1, line)
         if write:
             if self._snoop_invalidate(tid, line):
@@ -411,8 +669,9 @@ class PyEngine:
                     hit = True
         return hit
 
-    def _flush_line(self, tid: int, line: int, invalidate: bool, cause: int) -> float:
-        """Clean (and optionally drop) every copy; write back once if any copy was dirty.
+    def _flush_line(self, tid: int, line: int, invalidate: bool, cause: int, t: float) -> float:
+        """Clean (and optionally drop) every copy; write back once, at ``t``, if any copy was
+        dirty.
 
         Returns the WPQ acceptance time, or -1.0 when nothing was written back.
         """
@@ -428,7 +687,7 @@ class PyEngine:
                     cache.remove(line)
         if not dirty:
             return -1.0
-        return self._write_back_memory(tid, line, cause)
+        return self._write_back_memory(tid, line, cause, t)
 
     # -- instructions --------------------------------------------------------------------------
     def load(self, tid: int, addr: int) -> int:
@@ -436,7 +695,7 @@ class PyEngine:
         mode = self.htm.access(tid, int(addr), H.READ) if self.htm.active else H.PLAIN
         if mode == H.SKIP:
             return 0
-        lat, _ = self._access(tid, addr >> 6, False)
+        lat, _ = self._access(tid, addr >> 6, False, True, self.clock[tid])
         self.clock[tid] += lat
         self.stats[tid]["loads"] += 1
         if mode == H.TX:
@@ -445,10 +704,54 @@ class PyEngine:
                 return v
         return int(self.mem.arrays[r][w])
 
+    def load_many(self, tid: int, addrs: list[int]) -> list[int]:
+        """Loads that do not depend on each other (the words of one read). On the ooo core
+        their misses overlap, at most ``core.fill_buffers`` in flight, one issued every
+        ``core.load_issue_ns``; the thread continues when the last one completes. On the
+        in-order core they are as many loads. Every address is checked first: on an error
+        nothing has run."""
+        where = [self.mem.locate(a) for a in addrs]
+        check_tid(self.cfg, tid)
+        if not self.ooo:
+            return [self.load(tid, a) for a in addrs]
+        issue = self.cfg.core.load_issue_ns
+        ring = self.lf_ring[tid]
+        t = self.clock[tid]
+        end = t
+        out = []
+        for addr, (r, w) in zip(addrs, where, strict=True):
+            mode = self.htm.access(tid, int(addr), H.READ) if self.htm.active else H.PLAIN
+            if mode == H.SKIP:
+                out.append(0)
+                continue
+            lat, level = self._access(tid, addr >> 6, False, True, t)
+            if level == 1:
+                done = t + lat
+            else:
+                i = self.lf_idx[tid]
+                start = ring[i] if ring[i] > t else t
+                done = start + lat
+                ring[i] = done
+                self.lf_idx[tid] = (i + 1) % len(ring)
+            if done > end:
+                end = done
+            self.stats[tid]["loads"] += 1
+            t += issue
+            v = self.htm.buffered(tid, int(addr)) if mode == H.TX else None
+            out.append(int(self.mem.arrays[r][w]) if v is None else v)
+        if t > end:
+            end = t
+        if end > self.clock[tid]:
+            self.clock[tid] = end
+        return out
+
     def _tx_store(self, tid: int, addr: int, value: int, counter: str) -> None:
         """A transactional store (or movnt): timed like a store, the value buffered."""
-        lat, level = self._access(tid, addr >> 6, True, False)
-        self.clock[tid] += self.cfg.costs.store_ns if level == 1 else lat
+        lat, level = self._access(tid, addr >> 6, True, False, self.clock[tid])
+        if self.ooo:
+            self._sb_store(tid, lat)
+        else:
+            self.clock[tid] += self.cfg.costs.store_ns if level == 1 else lat
         self.stats[tid][counter] += 1
         self.htm.buffer(tid, addr, value)
 
@@ -464,8 +767,11 @@ class PyEngine:
                     self._tx_store(tid, addr, value, "stores")
                 return
         self.wc[tid] = 0
-        lat, level = self._access(tid, addr >> 6, True)
-        self.clock[tid] += self.cfg.costs.store_ns if level == 1 else lat
+        lat, level = self._access(tid, addr >> 6, True, True, self.clock[tid])
+        if self.ooo:
+            self._sb_store(tid, lat)
+        else:
+            self.clock[tid] += self.cfg.costs.store_ns if level == 1 else lat
         self.stats[tid]["stores"] += 1
         self.mem.arrays[r][w] = value
         if r == self.mem.pm_index:
@@ -486,7 +792,7 @@ class PyEngine:
         is_pm = r == self.mem.pm_index
         combined = is_pm and self.wc[tid] == line + 1  # joins the open write-combining buffer
         if not combined:
-            self._flush_line(tid, line, True, _WB_NT)
+            self._flush_line(tid, line, True, _WB_NT, self.clock[tid])
         self.clock[tid] += self.cfg.costs.store_ns
         self.stats[tid]["ntstores"] += 1
         self.mem.arrays[r][w] = value
@@ -532,7 +838,7 @@ class PyEngine:
         is_pm = r == self.mem.pm_index
         if is_pm:
             self._emit(kind, tid, 0, line * LINE, 0)
-        accept = self._flush_line(tid, line, kind != Ev.CLWB, _WB_FLUSH)
+        accept = self._flush_line(tid, line, kind != Ev.CLWB, _WB_FLUSH, self._sb_after(tid))
         if accept < 0.0:
             return
         if kind == Ev.CLFLUSH:
@@ -551,7 +857,8 @@ class PyEngine:
         self._flush(tid, addr, Ev.CLWB)
 
     def _fence_wait(self, tid: int) -> None:
-        """Wait for this thread's outstanding flushes (and a pending pcommit)."""
+        """Wait for this thread's store buffer (ooo), outstanding flushes and a pending
+        pcommit (in a 'fixed' persist barrier the barrier's cost stands for all of it)."""
         target = self.pending[tid]
         if self.pcommit_wait[tid] > target:
             target = self.pcommit_wait[tid]
@@ -560,6 +867,7 @@ class PyEngine:
         self.pcommit_wait[tid] = 0.0
         if self.in_fixed_pb[tid]:
             return
+        self._sb_drain(tid)
         wait = target - self.clock[tid]
         if wait > 0.0:
             self.clock[tid] += wait
@@ -585,7 +893,7 @@ class PyEngine:
             self.clock[tid] += self.cfg.costs.pcommit_ns
         self.stats[tid]["pcommit"] += 1
         if self.cfg.domain == "pdom0":
-            drain = max(self.bank_free)
+            drain = max(self.chan_free) if self.dimm_on else max(self.bank_free)
             if drain > self.pcommit_wait[tid]:
                 self.pcommit_wait[tid] = drain
         self._emit(Ev.PCOMMIT, tid, 0, 0, 0)
@@ -601,7 +909,7 @@ class PyEngine:
             return 0
         self.clock[tid] += self.cfg.costs.rmw_ns
         self._fence_wait(tid)
-        lat, level = self._access(tid, addr >> 6, True, mode == H.PLAIN)
+        lat, level = self._access(tid, addr >> 6, True, mode == H.PLAIN, self.clock[tid])
         self.clock[tid] += lat
         self.stats[tid]["rmws"] += 1
         if mode == H.TX:
@@ -662,6 +970,7 @@ class PyEngine:
         """Start a hardware transaction on thread ``tid``."""
         check_tid(self.cfg, tid)
         self.htm.begin(tid)
+        self._sb_drain(tid)
         self.clock[tid] += self.cfg.htm.xbegin_ns
 
     def xend(self, tid: int) -> int:
@@ -671,6 +980,7 @@ class PyEngine:
         s = h.state[tid]
         if s == H.NONE:
             raise H.outside_error(tid)
+        self._sb_drain(tid)
         if s == H.DOOMED:
             self.clock[tid] += self.cfg.htm.abort_ns
             return h.end_doomed(tid)
@@ -688,7 +998,7 @@ class PyEngine:
             if e is not None:
                 e[0] = 1
             else:  # evicted from L1 during the transaction: take it again
-                lat, _ = self._access(tid, line, True)
+                lat, _ = self._access(tid, line, True, True, self.clock[tid])
                 self.clock[tid] += lat
         return 0
 
@@ -735,9 +1045,20 @@ class PyEngine:
 def run_batch(e: PyEngine | FunctionalEngine, ops: np.ndarray) -> np.ndarray:
     """Run BATCH_DTYPE operations one by one on a Python engine; the loaded/old values."""
     out = np.zeros(len(ops), dtype=np.uint64)
-    for i, o in enumerate(ops.tolist()):
+    rows = ops.tolist()
+    group = 0  # index after the last load of the current independent group
+    for i, o in enumerate(rows):
         op, _, tid, aux, addr, value, arg = o
-        if op == OP_LOAD:
+        if i < group:
+            continue
+        if op == OP_LOAD and aux & 1:
+            j = i + 1
+            while j < len(rows) and rows[j][0] == OP_LOAD and rows[j][3] & 1 \
+                    and rows[j][2] == tid:
+                j += 1
+            out[i:j] = e.load_many(tid, [rows[k][4] for k in range(i, j)])
+            group = j
+        elif op == OP_LOAD:
             out[i] = e.load(tid, addr)
         elif op == OP_STORE:
             e.store(tid, addr, value)
@@ -860,6 +1181,12 @@ class FunctionalEngine:
                 return int(self.mem.arrays[r][w]) if v is None else v
         c["loads"] += 1
         return int(self.mem.arrays[r][w])
+
+    def load_many(self, tid: int, addrs: list[int]) -> list[int]:
+        for a in addrs:
+            self.mem.locate(a)
+        self._check_tid(tid)
+        return [self.load(tid, a) for a in addrs]
 
     def _write(self, tid: int, addr: int, value: int, kind: Ev, counter: str) -> None:
         r, w = self.mem.locate(addr)

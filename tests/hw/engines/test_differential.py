@@ -18,7 +18,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pmsim.cache import native
-from pmsim.config import DOMAINS, CacheConfig, CacheLevel, CostConfig, MachineConfig, PMConfig, Region
+from pmsim.config import (
+    DOMAINS,
+    CacheConfig,
+    CacheLevel,
+    CoreConfig,
+    CostConfig,
+    DIMMConfig,
+    MachineConfig,
+    PMConfig,
+    PrefetchConfig,
+    Region,
+)
 from pmsim.errors import ConfigError
 from pmsim.hw.engines import reference as ref
 from pmsim.hw.engines.reference import BATCH_DTYPE, PyEngine
@@ -36,18 +47,33 @@ DRAM_BASE, DRAM_LINES = 0x100000, 32     # 2 KiB of DRAM
 UNMAPPED = (0x0, PM_BASE + PM_LINES * 64, 0x200000)
 
 # pseudo-ops of the individual-call path (not batch op codes)
-RESET_VOLATILE, RESET_TRACE, SET_CLOCK = 100, 101, 102
+RESET_VOLATILE, RESET_TRACE, SET_CLOCK, LOAD_MANY = 100, 101, 102, 103
 VALUE_OPS = (ref.OP_LOAD, ref.OP_CAS, ref.OP_XCHG)
 
 
+TIMING = {"plain": {}, "ooo": {"ooo": True}, "stream": {"stream": True},
+          "adjacent": {"adjacent": True}, "dimm": {"dimms": 1}, "dimms": {"dimms": 2},
+          "all": {"ooo": True, "stream": True, "adjacent": True, "dimms": 2}}
+"""Timing mechanisms a scenario switches on: the out-of-order core, the prefetchers, the DIMM
+model (one DIMM, or two interleaved per KiB), all of them."""
+
+
 def tiny(cores: int = 3, domain: str = "pdom1", barrier: str = "modelled",
-         merge: bool = False) -> MachineConfig:
-    """A machine small enough that every eviction path and the full WPQ are exercised."""
+         merge: bool = False, ooo: bool = False, stream: bool = False, adjacent: bool = False,
+         dimms: int = 0, seed: int = 0) -> MachineConfig:
+    """A machine small enough that every eviction path and the full WPQ are exercised (and,
+    when switched on, a full store buffer, miss slots, stream table and on-DIMM buffer)."""
     return MachineConfig(
+        core=CoreConfig("ooo" if ooo else "inorder", store_buffer=3, fill_buffers=2,
+                        load_issue_ns=0.7),
+        prefetch=PrefetchConfig(stream=stream, adjacent=adjacent, distance=3, degree=2, streams=2),
+        seed=seed,
         cores=cores,
         cache=CacheConfig(CacheLevel(1, 2, 1.1), CacheLevel(2, 2, 4.7), CacheLevel(4, 4, 13.3)),
         pm=PMConfig(read_ns=97.3, write_ns=151.7, banks=3, wpq_entries=4, to_wpq_ns=7.9,
-                    merge_writes=merge),
+                    merge_writes=merge,
+                    dimm=DIMMConfig(dimms, interleave_kib=1, buffer_lines=3, media_read_ns=61.3,
+                                    media_read_occ_ns=17.9, media_write_ns=93.1)),
         costs=CostConfig(store_ns=0.3, flush_ns=1.7, fence_ns=2.9, rmw_ns=11.1, pcommit_ns=3.3,
                          lock_ns=20.0, snoop_ns=6.1),
         regions=(Region("dram", DRAM_BASE, DRAM_LINES * 64, "dram"),
@@ -91,6 +117,11 @@ KINDS = ([ref.OP_LOAD] * 6 + [ref.OP_STORE] * 6 + [ref.OP_NTSTORE, ref.OP_CAS, r
 def ops(draw: Any, cores: int, errors: bool = False, pseudo: bool = False) -> tuple:
     """One operation ``(code, tid, addr, value, arg)``; arg is CAS's new value or work's ns."""
     tid = draw(st.integers(0, cores - 1))
+    if draw(st.integers(0, 12)) == 0:
+        group = draw(st.lists(addresses(), min_size=0, max_size=6))
+        if errors and group and draw(st.integers(0, 4)) == 0:
+            group[draw(st.integers(0, len(group) - 1))] = draw(bad_addresses())
+        return (LOAD_MANY, tid, tuple(group), 0, 0)
     if pseudo and draw(st.integers(0, 40)) == 0:
         kind = draw(st.sampled_from([RESET_VOLATILE, RESET_TRACE, SET_CLOCK]))
         return (kind, tid, 0, 0, draw(work_ns))
@@ -113,8 +144,9 @@ def ops(draw: Any, cores: int, errors: bool = False, pseudo: bool = False) -> tu
 @st.composite
 def scenarios(draw: Any, max_ops: int = 60, errors: bool = False, pseudo: bool = False) -> tuple:
     cores = draw(st.integers(1, 3))
+    timing = TIMING[draw(st.sampled_from(sorted(TIMING)))]
     cfg = tiny(cores, draw(st.sampled_from(DOMAINS)), draw(st.sampled_from(["modelled", "fixed"])),
-               draw(st.booleans()))
+               draw(st.booleans()), seed=draw(st.integers(0, 2**64 - 1)), **timing)
     pokes = draw(st.lists(st.tuples(addresses(), values), max_size=4))
     seq = draw(st.lists(ops(cores, errors, pseudo), max_size=max_ops))
     return cfg, pokes, seq
@@ -131,6 +163,8 @@ def call(e: Any, o: tuple) -> Any:
             return e.reset_trace()
         if kind == SET_CLOCK:
             return e.set_clock(tid, arg)
+        if kind == LOAD_MANY:
+            return [int(v) for v in e.load_many(tid, list(addr))]
         if kind == ref.OP_CAS:
             return e.cas(tid, addr, value, arg)
         if kind == ref.OP_XCHG:
@@ -275,6 +309,42 @@ def random_stream(rng: np.random.Generator, n: int, cores: int, pm: tuple[int, i
         out.append((int(k), int(rng.integers(0, cores)), addr, value + 1 if k == ref.OP_MARK else value,
                     arg))
     return out
+
+
+def sweeps(lines: int) -> list[tuple]:
+    """Sequential loads and stores over PM, ascending and descending, by two threads: streams
+    for the streamer to follow (and cross a page boundary)."""
+    up = [(ref.OP_LOAD, 0, PM_BASE + 64 * i, 0, 0) for i in range(lines)]
+    down = [(ref.OP_STORE, 1, PM_BASE + 64 * i + 8, i, 0) for i in reversed(range(lines))]
+    return [o for pair in zip(up, down, strict=True) for o in pair]
+
+
+def grouped(seq: list[tuple], rng: np.random.Generator) -> np.ndarray:
+    """``seq`` as a batch in which some runs of a thread's loads form independent groups
+    (``aux`` bit 0)."""
+    b = to_batch(seq)
+    loads = b["op"] == ref.OP_LOAD
+    b["aux"][loads & (rng.random(len(b)) < 0.5)] |= 1
+    return b
+
+
+@pytest.mark.parametrize("timing", sorted(TIMING))
+def test_timing_mechanisms_long_stream(timing: str) -> None:
+    """Each timing mechanism over thousands of ops, with independent load groups in batches:
+    store-buffer and miss-slot rings wrapping, streams trained and replaced, the on-DIMM buffer
+    evicting partly written lines."""
+    for domain in DOMAINS:
+        cfg = tiny(3, domain, "modelled", False, seed=11, **TIMING[timing])
+        seq = random_stream(np.random.default_rng(5), 3000, 3, (PM_BASE, PM_LINES),
+                            (DRAM_BASE, DRAM_LINES), 12)
+        seq = sweeps(PM_LINES) + seq[:1500] + sweeps(PM_LINES) + seq[1500:]
+        py, c = PyEngine(cfg), c_engine(cfg)
+        assert [call(c, o) for o in seq] == [call(py, o) for o in seq]
+        assert_same(snapshot(c), snapshot(py))
+        b = grouped(seq, np.random.default_rng(9))
+        py, c = PyEngine(cfg), c_engine(cfg)
+        assert py.run_batch(b).tolist() == c.run_batch(b).tolist()
+        assert_same(snapshot(c), snapshot(py))
 
 
 @pytest.mark.parametrize("merge", [False, True])
