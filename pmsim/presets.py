@@ -8,18 +8,75 @@ or "[D]" (the paper's spec card's proposed default).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
-from .config import CacheConfig, CacheLevel, CostConfig, DRAMConfig, MachineConfig, PMConfig
+from .config import (
+    CacheConfig,
+    CacheLevel,
+    CoreConfig,
+    CostConfig,
+    DIMMConfig,
+    DRAMConfig,
+    MachineConfig,
+    PMConfig,
+    PrefetchConfig,
+)
 from .errors import ConfigError, unknown
 
+# -- cores ---------------------------------------------------------------------------------
+SKYLAKE_SP_CORE = CoreConfig("ooo", store_buffer=56, fill_buffers=10, load_issue_ns=1 / 2.2)
+"""Cascade Lake (Skylake-SP microarchitecture) at 2.2 GHz: 56 store-buffer entries and 10 L1D
+fill buffers (Intel 64 and IA-32 Architectures Optimization Reference Manual, Skylake server
+microarchitecture); one independent load issued per cycle."""
+BROADWELL_CORE = CoreConfig("ooo", store_buffer=42, fill_buffers=10)
+"""Broadwell (Xeon E5 v4): 42 store-buffer entries, 10 L1D fill buffers (Intel's optimization
+manual, Haswell/Broadwell microarchitecture); load issue per the preset's clock."""
+SANDY_BRIDGE_CORE = CoreConfig("ooo", store_buffer=36, fill_buffers=10)
+"""Sandy Bridge-EP (Intel's PMEP emulator ran on Xeon E5 v1): 36 store-buffer entries, 10 L1D
+fill buffers (Intel's optimization manual, Sandy Bridge microarchitecture)."""
+MARSS_CORE = CoreConfig("ooo", store_buffer=56, fill_buffers=10, load_issue_ns=1 / 3.4)
+"""Proteus's MarssX86 core (Table 1): StoreQ 56, 3.4 GHz; fill buffers 10 [A] (Table 1 gives
+none; MarssX86's default L1 miss buffer is of that order)."""
+INTEL_PREFETCH = PrefetchConfig(stream=True, adjacent=True, distance=20, degree=2, streams=32)
+"""Intel's L2 streamer (up to 32 streams, one forward and one backward per 4 KiB page, running
+up to 20 lines ahead) and the spatial (adjacent-line) prefetcher, on by default on Xeons
+(Intel's optimization manual, 'Data prefetching'); degree 2 per trigger [A]."""
 
-def _optane(domain: str) -> MachineConfig:
+# -- Optane DC PMM (first generation), Cascade Lake Xeon Platinum 8260, App Direct ---------
+OPTANE_GHZ = 2.2
+OPTANE_SOURCE = (
+    "Yang et al., 'An Empirical Guide to the Behavior and Use of Scalable Persistent Memory', "
+    "FAST'20 (platform: Xeon Platinum 8260, 2.2 GHz, six 256 GB Optane DIMMs per socket, 4 KiB "
+    "interleaving, DDR4-2666). Core: out-of-order Skylake-SP (store buffer 56, 10 fill "
+    "buffers; Intel optimization manual), L2 streamer and adjacent-line prefetcher on. Caches: "
+    "L1 32 KiB 8-way 4 cycles, L2 1 MiB 16-way 14 cycles (Intel's data sheet); LLC modelled "
+    "as 16 MiB 16-way 20 ns [A] (the 8260's 35.75 MiB 11-way is not a power-of-two geometry; "
+    "every validation footprint exceeds both). DIMM model: 256 B media lines and a 64-line "
+    "(16 KiB) on-DIMM buffer (FAST'20 §3.3, VANS/MICRO'20); media occupancy 39 ns per 256 B "
+    "read and 116 ns per 256 B write, from one DIMM's peak read (6.5 GB/s) and ntstore write "
+    "(2.2 GB/s) bandwidth at 256 B (FAST'20 Fig. 4/5); a DIMM accepts one 64 B write per "
+    "29 ns (64 B / 2.2 GB/s); 4-entry WPQ per DIMM (VANS: iMC wpq_entries 4). Latencies "
+    "fitted to FAST'20 Fig. 2's idle latencies only: a buffer hit 100 ns and a media read "
+    "185 ns more (random read 20 + 100 + 185 = 305 ns; a sequential read hits the buffer "
+    "three times in four), DRAM 81 ns, a flush reaches the WPQ in 55 ns (store + clwb + "
+    "sfence = 62 ns). Bandwidth, write amplification and size curves are predictions, "
+    "compared by `pmsim validate`")
+
+
+def _optane(domain: str, dimms: int = 6) -> MachineConfig:
+    ghz = OPTANE_GHZ
     return MachineConfig(
         cores=2,
-        cache=CacheConfig(CacheLevel(32, 8, 1.5), CacheLevel(1024, 16, 5.0),
-                          CacheLevel(16384, 16, 18.0)),
-        pm=PMConfig(read_ns=150.0, write_ns=500.0, banks=16, wpq_entries=128, to_wpq_ns=30.0),
-        dram=DRAMConfig(90.0),
+        cache=CacheConfig(CacheLevel(32, 8, 4 / ghz), CacheLevel(1024, 16, 14 / ghz),
+                          CacheLevel(16384, 16, 20.0)),
+        pm=PMConfig(read_ns=100.0, write_ns=29.0, banks=16, wpq_entries=4, to_wpq_ns=55.0,
+                    dimm=DIMMConfig(dimms, interleave_kib=4, buffer_lines=64,
+                                    media_read_ns=185.0, media_read_occ_ns=39.0,
+                                    media_write_ns=116.0)),
+        dram=DRAMConfig(81.0),
+        costs=CostConfig(store_ns=1 / ghz, flush_ns=1 / ghz, fence_ns=5.0),
+        core=SKYLAKE_SP_CORE,
+        prefetch=INTEL_PREFETCH,
         domain=domain,  # type: ignore[arg-type]
         barrier="modelled",
     )
@@ -32,6 +89,8 @@ def _marathe(domain: str, barrier_ns: float) -> MachineConfig:
                           CacheLevel(20480, 20, 16.0)),
         pm=PMConfig(read_ns=300.0, write_ns=90.0, banks=16, wpq_entries=64, to_wpq_ns=0.0),
         dram=DRAMConfig(90.0),
+        core=SANDY_BRIDGE_CORE,
+        prefetch=INTEL_PREFETCH,
         domain=domain,  # type: ignore[arg-type]
         barrier="fixed",
         barrier_ns=barrier_ns,
@@ -65,6 +124,7 @@ def _proteus(read_ns: float, write_ns: float) -> MachineConfig:
                     to_wpq_ns=(42 + 4 + 10) / ghz),
         dram=DRAMConfig(_ddr3_ns(DDR3_RCD)),
         costs=CostConfig(store_ns=1 / ghz, flush_ns=1 / ghz, fence_ns=2 / ghz),
+        core=MARSS_CORE,
         domain="pdom1",
         barrier="modelled",
     )
@@ -76,7 +136,8 @@ _PROTEUS = ("Proteus (Shin et al., MICRO'17) Table 1, MarssX86 + DRAMsim2: 4 cor
             "tCAS 11) x 1.25 ns = 27.5 ns. [D] (card §11): WPQ 64 entries; 16 banks (Table 1: "
             "1 channel, 16 banks per rank); a flush reaches the WPQ after L3 latency + 4-cycle "
             "L3-MC transfer + 10-cycle MC accept = 56 cycles (16.5 ns). [A]: store and flush "
-            "issue 1 cycle, fence 2 cycles")
+            "issue 1 cycle, fence 2 cycles. Core: out of order with Table 1's 56-entry StoreQ, "
+            "10 fill buffers [A]; no hardware prefetcher (Table 1 lists none)")
 
 
 def _loc() -> MachineConfig:
@@ -84,7 +145,8 @@ def _loc() -> MachineConfig:
         cores=4,
         cache=CacheConfig(CacheLevel(32, 2, 1.0), CacheLevel(256, 8, 8.0),
                           CacheLevel(1024, 16, 21.0)),
-        pm=PMConfig(read_ns=168.0, write_ns=168.0, banks=8, wpq_entries=64, to_wpq_ns=0.0),
+        pm=PMConfig(read_ns=168.0, write_ns=168.0, banks=8, wpq_entries=64, to_wpq_ns=0.0,
+                    merge_writes=True),
         dram=DRAMConfig(168.0),
         costs=CostConfig(store_ns=1.0, flush_ns=1.0, fence_ns=1.0),
         domain="pdom0",  # gem5's NVM: a write is durable when the device completes it (card §10)
@@ -109,6 +171,8 @@ def _dudetx() -> MachineConfig:
         dram=DRAMConfig(80.0),
         costs=CostConfig(store_ns=1 / ghz, flush_ns=1 / ghz, fence_ns=2 / ghz,
                          tx_work_ns=DUDETX_TX_WORK_NS),
+        core=replace(BROADWELL_CORE, load_issue_ns=1 / ghz),
+        prefetch=INTEL_PREFETCH,
         domain="pdom1",
         barrier="fixed",
         barrier_ns=1000 / ghz,
@@ -124,6 +188,8 @@ def _nvhtm() -> MachineConfig:
         pm=PMConfig(read_ns=90.0, write_ns=90.0, banks=16, wpq_entries=64, to_wpq_ns=0.0),
         dram=DRAMConfig(90.0),
         costs=CostConfig(store_ns=1 / ghz, flush_ns=1 / ghz, fence_ns=2 / ghz),
+        core=replace(BROADWELL_CORE, load_issue_ns=1 / ghz),
+        prefetch=INTEL_PREFETCH,
         domain="pdom1",
         barrier="modelled",
     )
@@ -131,17 +197,20 @@ def _nvhtm() -> MachineConfig:
 
 PRESETS: dict[str, tuple[Callable[[], MachineConfig], str]] = {
     "default": (MachineConfig, "pmsim defaults: an ADR (PDOM-1) machine with 2 cores [A]"),
-    "optane-adr": (lambda: _optane("pdom1"),
-                   "PM media from gem5 NVMInterface NVM_2400_1x64 (tREAD 150 ns, tWRITE 500 ns, "
-                   "128-entry write buffer, 16 banks); ADR (PDOM-1); caches of a 2nd-gen Xeon "
-                   "[A]; flushes reach the WPQ in 30 ns [A]"),
+    "optane-adr": (lambda: _optane("pdom1"), f"{OPTANE_SOURCE}. ADR (PDOM-1), six DIMMs"),
+    "optane-1dimm": (lambda: _optane("pdom1", 1),
+                     "as optane-adr with one DIMM (FAST'20's non-interleaved figures)"),
     "eadr": (lambda: _optane("pdom2"), "as optane-adr with eADR: caches persistent (PDOM-2)"),
     "pdom0": (lambda: _optane("pdom0"),
-              "as optane-adr with a volatile WPQ: persistence needs pcommit (PDOM-0)"),
+              "as optane-adr with a volatile WPQ: persistence needs pcommit (PDOM-0), which "
+              "waits until the DIMMs accepted every queued write"),
     "marathe-pdom2": (lambda: _marathe("pdom2", 0.0),
                       "Marathe et al. (PM transactions) on Intel's PMEP emulator: fixed persist "
                       "barrier 0 ns, PM load latency 300 ns, stores at DRAM speed; caches per "
-                      "the spec card's assumption (L1 32 KB, L2 256 KB, LLC 20 MB) [A]"),
+                      "the spec card's assumption (L1 32 KB, L2 256 KB, LLC 20 MB) [A]. Core: "
+                      "out-of-order Sandy Bridge-EP, PMEP's Xeon E5 (store buffer 36, 10 fill "
+                      "buffers; Intel's optimization manual); L2 streamer and adjacent-line "
+                      "prefetcher on (the card's 'prefetch for contiguous slots', §9.2)"),
     "marathe-pdom1": (lambda: _marathe("pdom1", 100.0), "as marathe-pdom2 with 100 ns barriers"),
     "marathe-pdom0": (lambda: _marathe("pdom0", 500.0), "as marathe-pdom2 with 500 ns barriers"),
     "proteus-marss": (lambda: _proteus(_ddr3_ns(29), _ddr3_ns(109)),
@@ -164,17 +233,25 @@ PRESETS: dict[str, tuple[Callable[[], MachineConfig], str]] = {
                     "DRAM, so PM reads and writes at DRAM speed (80 ns [A]) and each immediate "
                     "persist a fixed 1,000 cycles (294 ns); batched persists are charged by the "
                     "runtime as max(latency, bytes/BW); 4 threads as in Tables 1-4; 374 ns of "
-                    "application work per transaction, fitted to Volatile-STM (card §10.6)"),
+                    "application work per transaction, fitted to Volatile-STM (card §10.6). Core: "
+                    "out-of-order Broadwell (store buffer 42, 10 fill buffers; Intel's "
+                    "optimization manual); L2 streamer and adjacent-line prefetcher on (the "
+                    "Xeon default)"),
     "nvhtm-xeon": (_nvhtm,
                    "NV-HTM (JPDC'19) §6: Xeon E5-2648L v4 at 1.8 GHz, 14 cores (L1 32 KB, L2 "
                    "256 KB, L3 35 MB per Intel's data sheet, modelled as 32 MB 16-way since "
                    "sets are a power of two; 4/12/40-cycle hits [A]); PM emulated in DRAM with "
                    "no read-latency model, so PM at DRAM speed (90 ns [A]); the 500 ns flush "
-                   "spin is the runtimes' flush_ns option (card §8); no hyper-threading"),
+                   "spin is the runtimes' flush_ns option (card §8); no hyper-threading. Core: "
+                   "out-of-order Broadwell (store buffer 42, 10 fill buffers; Intel's "
+                   "optimization manual); L2 streamer and adjacent-line prefetcher on"),
     "loc-gem5": (_loc,
                  "LOC (ICCD'14) Table I, gem5 at 1 GHz: L1 32 KB 2-way 1 cycle; L2 256 KB 8-way "
                  "8 cycles; LLC 1 MB 16-way 21 cycles; memory 8 banks 168 ns; 4 cores [A]; a "
-                 "write durable at device completion, not at WPQ acceptance (PDOM-0, card §10)"),
+                 "write durable at device completion, not at WPQ acceptance (PDOM-0, card §10). "
+                 "Core: in-order and blocking, no prefetcher (gem5's TimingSimpleCPU, as the "
+                 "paper ran); the memory controller merges a write into a queued write of the "
+                 "same line (gem5's DRAM/NVM controller merges bursts in its write queue)"),
 }
 
 

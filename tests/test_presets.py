@@ -49,7 +49,7 @@ def test_preset_names_a_source(name: str) -> None:
 
 
 def test_sources_cite_their_papers() -> None:
-    assert "gem5" in PRESETS["optane-adr"][1]
+    assert "FAST'20" in PRESETS["optane-adr"][1] and "VANS" in PRESETS["optane-adr"][1]
     assert "Marathe" in PRESETS["marathe-pdom2"][1]
     for name in ("proteus-marss", "proteus-marss-slownvm", "proteus-marss-dram"):
         assert "Proteus" in PRESETS[name][1] and "Table 1" in PRESETS[name][1]
@@ -57,6 +57,24 @@ def test_sources_cite_their_papers() -> None:
     assert "§7.1" in PRESETS["proteus-marss-slownvm"][1]
     assert "§7.2" in PRESETS["proteus-marss-dram"][1] and "tCAS" in PRESETS["proteus-marss-dram"][1]
     assert "LOC" in PRESETS["loc-gem5"][1]
+
+
+def test_every_preset_says_which_core_prefetcher_and_dimm_model() -> None:
+    """Issue: every preset names its core, its prefetchers and its PM module, and why."""
+    for name, (_, source) in PRESETS.items():
+        cfg = preset(name)
+        if name == "default":
+            continue
+        assert "Core" in source or "as optane-adr" in source or "as marathe" in source \
+            or "as proteus-marss" in source, name
+        if cfg.core.model == "inorder":
+            assert "in-order" in source, name
+    assert preset("loc-gem5").core.model == "inorder" and not preset("loc-gem5").prefetch.on
+    assert preset("loc-gem5").pm.merge_writes
+    for name in ("optane-adr", "dudetx-xeon", "nvhtm-xeon", "marathe-pdom1"):
+        assert preset(name).core.model == "ooo" and preset(name).prefetch.stream, name
+    assert preset("proteus-marss").core.store_buffer == 56  # Table 1's StoreQ
+    assert not preset("proteus-marss").prefetch.on
 
 
 def test_domains_and_barriers_match_their_names() -> None:
@@ -82,7 +100,12 @@ def test_variants_differ_only_where_their_source_says() -> None:
 
 def test_numbers_from_the_cited_tables() -> None:
     opt = preset("optane-adr")
-    assert (opt.pm.read_ns, opt.pm.write_ns, opt.pm.wpq_entries, opt.pm.banks) == (150.0, 500.0, 128, 16)
+    assert (opt.pm.read_ns, opt.pm.write_ns, opt.pm.wpq_entries) == (100.0, 29.0, 4)
+    d = opt.pm.dimm
+    assert (d.dimms, d.interleave_kib, d.buffer_lines) == (6, 4, 64)
+    # the idle latencies of FAST'20 Fig. 2: random read = LLC + buffer hit + media read
+    assert opt.cache.llc.latency_ns + opt.pm.read_ns + d.media_read_ns == 305.0
+    assert preset("optane-1dimm") == opt.replace(**{"pm.dimm.dimms": 1})
     pro = preset("proteus-marss")
     assert pro.cores == 4
     assert pro.pm.read_ns == 50.0 and pro.pm.write_ns == 150.0 and pro.pm.wpq_entries == 64

@@ -98,9 +98,8 @@ class NvmlTx(UndoTx):
     def read_words(self, obj: int, field: int, n: int) -> list[int]:
         cpu = self.cpu
         cpu.work(self.rt.costs.call_ns)
-        ld = cpu.load
         a = obj + 8 * field
-        out = [ld(a + 8 * i) for i in range(n)]
+        out = cpu.load_words(a, n)
         if self.pending:
             get = self.pending.get
             out = [get(a + 8 * i, v) for i, v in enumerate(out)]
@@ -175,14 +174,13 @@ class NvmlRuntime(ClflushSteps, UndoRuntime):
         cpu = tx.cpu
         t = tx.tid
         head = self.layout.log[t]
-        ld = cpu.load
         records = []
         logged: set[int] = set()
         for addr, n in tx.ranges:
             if all(addr + 8 * i in logged for i in range(n)):
                 continue
             logged.update(addr + 8 * i for i in range(n))
-            old = [ld(addr + 8 * i) for i in range(n)]
+            old = cpu.load_words(addr, n)
             records.append((addr, old))
             tx.records.append((addr, old))
         pos = tx.tail

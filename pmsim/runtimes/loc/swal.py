@@ -81,7 +81,7 @@ class SWalTx(Tx):
         home = obj + 8 * field
         new = self.new
         if obj in self.fresh or not new:
-            return [ld(home + 8 * i) for i in range(n)]
+            return cpu.load_words(home, n)
         cpu.work(self.rt.costs.hash_lookup_ns)
         out = []
         for i in range(n):

@@ -71,8 +71,7 @@ class CowTx(Tx):
         cpu = self.cpu
         cpu.work(self.rt.costs.call_ns)
         p = self.open(obj, False) + 8 * field
-        ld = cpu.load
-        return [ld(p + 8 * i) for i in range(n)]
+        return cpu.load_words(p, n)
 
     def write_words(self, obj: int, field: int, values: Sequence[int]) -> None:
         cpu = self.cpu

@@ -56,7 +56,7 @@ class RedoTx(Tx):
         ld = cpu.load
         home = obj + 8 + 8 * field
         if obj in self.fresh or not ld(obj) & self.bit:
-            return [ld(home + 8 * i) for i in range(n)]
+            return cpu.load_words(home, n)
         c = rt.costs
         out: list[int | None] = [None] * n
         missing = n

@@ -81,9 +81,8 @@ class UndoTx(Tx):
     def read_words(self, obj: int, field: int, n: int) -> list[int]:
         cpu = self.cpu
         cpu.work(self.rt.costs.call_ns)
-        ld = cpu.load
         a = obj + 8 * field
-        return [ld(a + 8 * i) for i in range(n)]
+        return cpu.load_words(a, n)
 
     def write_words(self, obj: int, field: int, values: Sequence[int]) -> None:
         self.rt._write(self, obj, obj + 8 * field, values)  # type: ignore[attr-defined]
@@ -249,8 +248,7 @@ class UndoRuntime(Runtime):
                 st(addr + 8 * i, v)
             tx.dirty.update(lines_of(addr, 8 * n))
             return
-        ld = cpu.load
-        old = [ld(addr + 8 * i) for i in range(n)]
+        old = cpu.load_words(addr, n)
         self._append(tx, [SENTINEL, tx.version, addr, (DATA << 56) | n, *old], "append")
         with self.step(cpu, "undo.write.in-place") as c:
             st = c.store

@@ -181,8 +181,7 @@ class NvHtmTx(Tx):
     def read_words(self, obj: int, field: int, n: int) -> list[int]:
         cpu = self.cpu
         a = self.nrt._shadow(obj + 8 * field, n)
-        ld = cpu.load
-        vals = [ld(a + 8 * i) for i in range(n)]
+        vals = cpu.load_words(a, n)
         if self.hw:
             check(cpu)
         return vals

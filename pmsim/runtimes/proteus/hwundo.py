@@ -43,9 +43,8 @@ class HwUndoTx(Tx):
         return self.cpu.maybe_yield(self.rt.pause_ns)  # type: ignore[attr-defined]
 
     def read_words(self, obj: int, field: int, n: int) -> list[int]:
-        ld = self.cpu.load
         a = obj + 8 * field
-        return [ld(a + 8 * i) for i in range(n)]
+        return self.cpu.load_words(a, n)
 
     def write_words(self, obj: int, field: int, values: Sequence[int]) -> None:
         self.rt._write(self, obj + 8 * field, values)  # type: ignore[attr-defined]

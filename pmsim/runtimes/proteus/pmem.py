@@ -144,7 +144,7 @@ class PmemDiscoveryTx(Tx):
         a = obj + 8 * field
         buf = self.buf
         if not buf:
-            return [ld(a + 8 * i) for i in range(n)]
+            return self.cpu.load_words(a, n)
         out = []
         for i in range(n):
             v = buf.get(a + 8 * i)
@@ -195,9 +195,8 @@ class PmemTx(Tx):
     def read_words(self, obj: int, field: int, n: int) -> list[int]:
         """Plain loads: the paper's programs access nodes directly (no per-access call, as
         for Proteus and ATOM, whose logging the hardware does)."""
-        ld = self.cpu.load
         a = obj + 8 * field
-        return [ld(a + 8 * i) for i in range(n)]
+        return self.cpu.load_words(a, n)
 
     def write_words(self, obj: int, field: int, values: Sequence[int]) -> None:
         self.rt._write(self, obj, obj + 8 * field, values)  # type: ignore[attr-defined]

@@ -38,9 +38,8 @@ class HtmTx(Tx):
         self._q = rt.runner.quantum  # type: ignore[attr-defined]
 
     def read_words(self, obj: int, field: int, n: int) -> list[int]:
-        ld = self.cpu.load
         addr = obj + 8 * field
-        vals = [ld(addr + 8 * i) for i in range(n)]
+        vals = self.cpu.load_words(addr, n)
         if self.hw:
             check(self.cpu)
         return vals
