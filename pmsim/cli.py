@@ -315,7 +315,8 @@ def _load_plugins() -> None:
     """Import modules that register further commands (runtimes, experiments)."""
     import importlib
 
-    for mod in ("pmsim.experiments.commands", "pmsim.experiments.reproduce"):
+    for mod in ("pmsim.experiments.commands", "pmsim.experiments.reproduce",
+                "pmsim.validate.command"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:

@@ -10,10 +10,13 @@
 
 #include "machine.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { LINE_SHIFT = 6, LINE_BYTES = 64 };
+/* buckets of each DIMM calendar (reference.CAL_BUCKETS) */
+enum { PM_CAL_BUCKETS = 4096 };
 /* event kinds (pmsim.trace.Ev) */
 enum { EV_STORE = 1, EV_NTSTORE = 2, EV_RMW = 3, EV_CLFLUSH = 4, EV_CLFLUSHOPT = 5,
        EV_CLWB = 6, EV_SFENCE = 7, EV_MFENCE = 8, EV_PCOMMIT = 9, EV_WB = 10, EV_MARK = 11 };
@@ -106,7 +109,10 @@ struct pm_machine {
     double *xpb_busy;    /* when its last media write ends */
     uint32_t *xpb_fill;
     uint64_t *rng;
-    double *chan_free, *rd_free, *wr_free;
+    double *chan_free;   /* when each DIMM has accepted every write given to it */
+    int64_t *cal_tag;    /* 2 x ndimm calendars x PM_CAL_BUCKETS: the bucket each cell holds */
+    double *cal_used;    /* ... and the ns booked in it */
+    double cal_w;        /* ns per bucket */
     uint32_t ndimm;      /* max(1, dimms) */
     uint64_t *rbase, *rend;
     uint64_t **rwords;
@@ -290,6 +296,30 @@ static uint64_t round_half_even(double x)
 
 /* ---- the DIMM model (reference: PyEngine._dimm_* and _xpb_*) ---------------------------- */
 
+/* Book occ ns of calendar cal (2d: DIMM d's channel, 2d+1: its media) at or after t; return
+   when the work starts (PyEngine._book). */
+static double book(pm_machine *m, uint32_t cal, double t, double occ)
+{
+    double w = m->cal_w;
+    int64_t *tags = &m->cal_tag[(size_t)cal * PM_CAL_BUCKETS];
+    double *used = &m->cal_used[(size_t)cal * PM_CAL_BUCKETS];
+    int64_t b = (int64_t)floor(t / w);
+    size_t i;
+    for (;;) {
+        i = (size_t)(b % PM_CAL_BUCKETS);
+        if (tags[i] != b) {
+            tags[i] = b;
+            used[i] = 0.0;
+        }
+        if (used[i] + occ <= w)
+            break;
+        b++;
+    }
+    double s = (double)b * w + used[i];
+    used[i] += occ;
+    return t > s ? t : s;
+}
+
 static inline uint32_t dimm_of(const pm_machine *m, uint64_t line)
 {
     return (uint32_t)((line >> m->cfg.il_shift) % m->cfg.dimms);
@@ -326,9 +356,7 @@ static uint32_t xpb_alloc(pm_machine *m, int tid, uint32_t d, uint64_t xpl, doub
             st->xpb_rmw += 1;
             st->media_read_bytes += 256;
             st->media_write_bytes += 256;
-            double ms = ready >= m->wr_free[d] ? ready : m->wr_free[d];
-            ready = ms + c->media_write_ns;
-            m->wr_free[d] = ready;
+            ready = book(m, 2 * d + 1, ready, c->media_write_ns) + c->media_write_ns;
         }
     }
     m->xpb_line[base + k] = (int64_t)xpl;
@@ -345,7 +373,7 @@ static double dimm_write(pm_machine *m, int tid, uint32_t d, uint64_t line, doub
 {
     const pm_config *c = &m->cfg;
     pm_stats *st = &m->st[tid];
-    double start = accept >= m->chan_free[d] ? accept : m->chan_free[d];
+    double start = book(m, 2 * d, accept, c->pm_write_ns);
     uint64_t xpl = line >> 2;
     int64_t k = xpb_find(m, d, xpl);
     if (k < 0) {
@@ -358,15 +386,14 @@ static double dimm_write(pm_machine *m, int tid, uint32_t d, uint64_t line, doub
         st->xpb_hits += 1;
     }
     double done = start + c->pm_write_ns;
-    m->chan_free[d] = done;
+    if (done > m->chan_free[d])
+        m->chan_free[d] = done;
     size_t e = (size_t)d * c->xpb_lines + (size_t)k;
     uint8_t mask = (uint8_t)(m->xpb_mask[e] | (1u << (line & 3)));
     if (mask == 15) {
         mask = 0;
         st->media_write_bytes += 256;
-        double ms = done >= m->wr_free[d] ? done : m->wr_free[d];
-        m->wr_free[d] = ms + c->media_write_ns;
-        m->xpb_busy[e] = m->wr_free[d];
+        m->xpb_busy[e] = book(m, 2 * d + 1, done, c->media_write_ns) + c->media_write_ns;
     }
     m->xpb_mask[e] = mask;
     *done_out = done;
@@ -386,10 +413,7 @@ static double dimm_read(pm_machine *m, int tid, uint64_t line, double t)
     }
     st->xpb_misses += 1;
     st->media_read_bytes += 256;
-    double ms = t >= m->rd_free[d] ? t : m->rd_free[d];
-    m->rd_free[d] = ms + c->media_read_occ_ns;
-    double w = ms >= m->wr_free[d] ? ms : m->wr_free[d];
-    m->wr_free[d] = w + c->media_read_occ_ns;
+    double ms = book(m, 2 * d + 1, t, c->media_read_occ_ns);
     double ready;
     xpb_alloc(m, tid, d, xpl, ms, &ready);
     return (ms - t) + c->pm_read_ns + c->media_read_ns;
@@ -1093,13 +1117,13 @@ static int do_load_many(pm_machine *m, int tid, const uint64_t *addrs, size_t st
             continue;
         }
         int level;
-        double lat = mem_access(m, tid, addr >> LINE_SHIFT, 0, t, &level);
+        uint32_t j = m->lf_idx[tid];
+        double start = ring[j] > t ? ring[j] : t; /* a miss waits for the oldest fill buffer */
+        double lat = mem_access(m, tid, addr >> LINE_SHIFT, 0, start, &level);
         double done;
         if (level == 1) {
             done = t + lat;
         } else {
-            uint32_t j = m->lf_idx[tid];
-            double start = ring[j] > t ? ring[j] : t;
             done = start + lat;
             ring[j] = done;
             m->lf_idx[tid] = (j + 1) % m->cfg.lf_entries;
@@ -1568,7 +1592,11 @@ static void timing_reset(pm_machine *m)
     for (uint32_t d = 0; d < nd; d++) {
         m->xpb_fill[d] = 0;
         m->rng[d] = dimm_seed(c->seed, d);
-        m->chan_free[d] = m->rd_free[d] = m->wr_free[d] = 0.0;
+        m->chan_free[d] = 0.0;
+    }
+    for (size_t i = 0; i < 2 * nd * PM_CAL_BUCKETS; i++) {
+        m->cal_tag[i] = -1;
+        m->cal_used[i] = 0.0;
     }
 }
 
@@ -1614,8 +1642,18 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->xpb_fill = calloc(nd, sizeof(uint32_t));
     m->rng = calloc(nd, sizeof(uint64_t));
     m->chan_free = calloc(nd, sizeof(double));
-    m->rd_free = calloc(nd, sizeof(double));
-    m->wr_free = calloc(nd, sizeof(double));
+    m->cal_tag = calloc(2 * nd * PM_CAL_BUCKETS, sizeof(int64_t));
+    m->cal_used = calloc(2 * nd * PM_CAL_BUCKETS, sizeof(double));
+    {
+        double w = cfg->media_read_occ_ns;
+        if (cfg->media_write_ns > w)
+            w = cfg->media_write_ns;
+        if (cfg->pm_write_ns > w)
+            w = cfg->pm_write_ns;
+        if (1.0 > w)
+            w = 1.0;
+        m->cal_w = 2.0 * w;
+    }
     m->rbase = calloc(r, sizeof(uint64_t));
     m->rend = calloc(r, sizeof(uint64_t));
     m->rwords = calloc(r, sizeof(uint64_t *));
@@ -1627,7 +1665,7 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
              && m->rend && m->rwords && m->tr && m->htm && m->sb_ring && m->sb_idx && m->sb_last
              && m->lf_ring && m->lf_idx && m->pf_streams && m->pf_tick && m->pf_line
              && m->pf_ready && m->pf_idx && m->xpb_line && m->xpb_mask && m->xpb_busy
-             && m->xpb_fill && m->rng && m->chan_free && m->rd_free && m->wr_free;
+             && m->xpb_fill && m->rng && m->chan_free && m->cal_tag && m->cal_used;
     ok = ok && cache_init(&m->llc, cfg->llc_sets, cfg->llc_ways);
     for (int i = 0; ok && i < n; i++)
         ok = cache_init(&m->l1[i], cfg->l1_sets, cfg->l1_ways)
@@ -1688,8 +1726,8 @@ void pm_machine_free(pm_machine *m)
     free(m->xpb_fill);
     free(m->rng);
     free(m->chan_free);
-    free(m->rd_free);
-    free(m->wr_free);
+    free(m->cal_tag);
+    free(m->cal_used);
     free(m->rbase);
     free(m->rend);
     free(m->rwords);

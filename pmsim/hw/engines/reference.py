@@ -65,6 +65,12 @@ one independent group (``load_many``)."""
 _WB_EVICT, _WB_FLUSH, _WB_NT = 0, 1, 2
 
 
+CAL_BUCKETS = 4096
+"""Buckets of each DIMM calendar (reference.PyEngine._book; the C core's PM_CAL_BUCKETS): at
+2 x 116 ns per bucket on the Optane presets, about a millisecond ahead, far more than any
+queue of the model holds."""
+
+
 def dimm_seed(seed: int, dimm: int) -> int:
     """The initial state of DIMM ``dimm``'s replacement generator (a 64-bit LCG; the C core's
     the same): the machine's seed mixed with the DIMM's index, never 0."""
@@ -262,9 +268,33 @@ class PyEngine:
         self.xpb_busy = [[0.0] * dm.buffer_lines for _ in range(n)]  # its media write's end
         self.xpb_fill = [0] * n  # entries in use (filled in order, then random victims)
         self.rng = [dimm_seed(cfg.seed, d) for d in range(n)]
-        self.chan_free = [0.0] * n  # when the DIMM accepts its next 64 B write
-        self.rd_free = [0.0] * n  # when its media can start the next read
-        self.wr_free = [0.0] * n  # ... the next write (reads go first and push writes back)
+        self.chan_free = [0.0] * n  # when the DIMM has accepted every write given to it
+        # calendars of the DIMMs' channel (64 B writes accepted) and media (256 B reads and
+        # writes): per DIMM, CAL_BUCKETS buckets of cal_w ns, each the bucket number it holds
+        # and the ns of work booked in it
+        self.cal_w = 2.0 * max(dm.media_read_occ_ns, dm.media_write_ns, cfg.pm.write_ns, 1.0)
+        self.cal_tag = [[-1] * CAL_BUCKETS for _ in range(2 * n)]
+        self.cal_used = [[0.0] * CAL_BUCKETS for _ in range(2 * n)]
+
+    def _book(self, cal: int, t: float, occ: float) -> float:
+        """Book ``occ`` ns of calendar ``cal`` (2d: DIMM d's channel, 2d+1: its media) at or
+        after ``t``; return when the work starts. The calendar takes requests in any time
+        order (threads' clocks run apart by up to a quantum): a request takes the first bucket
+        from its own with room for it, and starts after the work booked there before it."""
+        w = self.cal_w
+        tags, used = self.cal_tag[cal], self.cal_used[cal]
+        b = math.floor(t / w)
+        while True:
+            i = b % CAL_BUCKETS
+            if tags[i] != b:
+                tags[i] = b
+                used[i] = 0.0
+            if used[i] + occ <= w:
+                break
+            b += 1
+        s = b * w + used[i]
+        used[i] += occ
+        return t if t > s else s
 
     def _dimm_of(self, line: int) -> int:
         return (line >> self.il_shift) % self.cfg.pm.dimm.dimms
@@ -294,9 +324,7 @@ class PyEngine:
                 st["xpb_rmw"] += 1
                 st["media_read_bytes"] += XPLINE
                 st["media_write_bytes"] += XPLINE
-                ms = ready if ready >= self.wr_free[d] else self.wr_free[d]
-                ready = ms + dm.media_write_ns
-                self.wr_free[d] = ready
+                ready = self._book(2 * d + 1, ready, dm.media_write_ns) + dm.media_write_ns
         self.xpb_line[d][k] = xpl
         self.xpb_mask[d][k] = 0
         self.xpb_busy[d][k] = ready
@@ -306,7 +334,7 @@ class PyEngine:
         """The DIMM takes one 64 B write from its WPQ: (when it starts, when it is accepted)."""
         cfg = self.cfg
         st = self.stats[tid]
-        start = accept if accept >= self.chan_free[d] else self.chan_free[d]
+        start = self._book(2 * d, accept, cfg.pm.write_ns)
         xpl = line >> 2
         k = self._xpb_find(d, xpl)
         if k < 0:
@@ -317,14 +345,14 @@ class PyEngine:
         else:
             st["xpb_hits"] += 1
         done = start + cfg.pm.write_ns
-        self.chan_free[d] = done
+        if done > self.chan_free[d]:
+            self.chan_free[d] = done
         mask = self.xpb_mask[d][k] | (1 << (line & 3))
         if mask == 15:  # the whole media line written: write it back, keep it (clean)
             mask = 0
             st["media_write_bytes"] += XPLINE
-            ms = done if done >= self.wr_free[d] else self.wr_free[d]
-            self.wr_free[d] = ms + cfg.pm.dimm.media_write_ns
-            self.xpb_busy[d][k] = self.wr_free[d]
+            w = cfg.pm.dimm.media_write_ns
+            self.xpb_busy[d][k] = self._book(2 * d + 1, done, w) + w
         self.xpb_mask[d][k] = mask
         return start, done
 
@@ -339,10 +367,7 @@ class PyEngine:
             return self.cfg.pm.read_ns
         st["xpb_misses"] += 1
         st["media_read_bytes"] += XPLINE
-        ms = t if t >= self.rd_free[d] else self.rd_free[d]
-        self.rd_free[d] = ms + dm.media_read_occ_ns
-        w = ms if ms >= self.wr_free[d] else self.wr_free[d]
-        self.wr_free[d] = w + dm.media_read_occ_ns
+        ms = self._book(2 * d + 1, t, dm.media_read_occ_ns)
         self._xpb_alloc(tid, d, xpl, ms)
         return (ms - t) + self.cfg.pm.read_ns + dm.media_read_ns
 
@@ -706,8 +731,9 @@ class PyEngine:
 
     def load_many(self, tid: int, addrs: list[int]) -> list[int]:
         """Loads that do not depend on each other (the words of one read). On the ooo core
-        their misses overlap, at most ``core.fill_buffers`` in flight, one issued every
-        ``core.load_issue_ns``; the thread continues when the last one completes. On the
+        their misses overlap, at most ``core.fill_buffers`` in flight (a miss goes to memory
+        when the oldest fill buffer is free), one issued every ``core.load_issue_ns``; the
+        thread continues when the last one completes. On the
         in-order core they are as many loads. Every address is checked first: on an error
         nothing has run."""
         where = [self.mem.locate(a) for a in addrs]
@@ -724,12 +750,12 @@ class PyEngine:
             if mode == H.SKIP:
                 out.append(0)
                 continue
-            lat, level = self._access(tid, addr >> 6, False, True, t)
+            i = self.lf_idx[tid]
+            start = ring[i] if ring[i] > t else t  # a miss waits for the oldest fill buffer
+            lat, level = self._access(tid, addr >> 6, False, True, start)
             if level == 1:
                 done = t + lat
             else:
-                i = self.lf_idx[tid]
-                start = ring[i] if ring[i] > t else t
                 done = start + lat
                 ring[i] = done
                 self.lf_idx[tid] = (i + 1) % len(ring)
