@@ -53,6 +53,12 @@ def mixed_stream(n: int, base: int, loads: float = 0.8, seed: int = 1,
 
 REPEAT = 3
 """Each figure is the best of this many runs (the machine may be shared)."""
+PLAIN = {"core.model": "inorder", "prefetch.stream": False, "prefetch.adjacent": False,
+         "pm.dimm.dimms": 0}
+"""--plain: the preset without the out-of-order core, the prefetchers and the DIMM model (the
+engine's cost before those mechanisms existed, on the same geometry)."""
+CONFIG = preset("optane-adr")
+"""The machine every figure runs on (set by --preset and --plain)."""
 
 
 def timed(fn: Callable[[], object]) -> float:
@@ -65,7 +71,7 @@ def batch_rate(backend: str, ops: np.ndarray) -> tuple[float, np.ndarray]:
     """Accesses per second of one ``run_batch`` call on a fresh engine (first touch included)."""
     best = float("inf")
     for _ in range(REPEAT):
-        engine = make_engine(preset("optane-adr"), backend)
+        engine = make_engine(CONFIG, backend)
         best = min(best, timed(lambda e=engine: e.run_batch(ops)))
     return len(ops) / best, engine.get_stats()
 
@@ -78,7 +84,7 @@ def level_mix(stats: np.ndarray) -> str:
 
 def single_op_rate(backend: str, n: int) -> float:
     """Alternating stores and loads issued one call at a time through a Cpu."""
-    m = Machine(preset("optane-adr"), backend=backend)
+    m = Machine(CONFIG, backend=backend)
     cpu = m.cpu(0)
     store, load = cpu.store, cpu.load
     base = m.pm.base
@@ -99,12 +105,22 @@ def main() -> None:
     ap.add_argument("--ops", type=int, default=1_000_000, help="single ops on the C backend")
     ap.add_argument("--py-ops", type=int, default=100_000, help="single ops on the Python backend")
     ap.add_argument("--quick", action="store_true", help="a tenth of every count")
+    ap.add_argument("--preset", default="optane-adr", help="the machine (default optane-adr)")
+    ap.add_argument("--plain", action="store_true",
+                    help="turn off the out-of-order core, the prefetchers and the DIMM model")
     a = ap.parse_args()
+    global CONFIG
+    CONFIG = preset(a.preset)
+    if a.plain:
+        CONFIG = CONFIG.replace(**PLAIN)
     if a.quick:
         a.accesses, a.py_accesses, a.ops, a.py_ops = (max(x // 10, 1000) for x in
                                                        (a.accesses, a.py_accesses, a.ops, a.py_ops))
-    base = preset("optane-adr").pm_region.base
-    print(f"CPU: {cpu_model()}; Python {platform.python_version()}; preset optane-adr")
+    base = CONFIG.pm_region.base
+    print(f"CPU: {cpu_model()}; Python {platform.python_version()}; preset {a.preset}"
+          + (" (plain: in-order core, no prefetchers, no DIMM model)" if a.plain else
+             f" (core {CONFIG.core.model}, prefetchers {'on' if CONFIG.prefetch.on else 'off'}, "
+             f"{CONFIG.pm.dimm.dimms or 'no'} DIMM model)"))
 
     ops = mixed_stream(a.accesses, base)
     c_rate, c_stats = batch_rate("c", ops)
@@ -112,9 +128,9 @@ def main() -> None:
     py_ops = ops[: a.py_accesses]
     py_rate, _ = batch_rate("python", py_ops)
     # the Python prefix must give the C engine's statistics for the same prefix
-    check = make_engine(preset("optane-adr"), "c")
+    check = make_engine(CONFIG, "c")
     check.run_batch(py_ops)
-    ref = PyEngine(preset("optane-adr"))
+    ref = PyEngine(CONFIG)
     ref.run_batch(py_ops)
     same = check.get_stats().tobytes() == ref.get_stats().tobytes()
 

@@ -49,8 +49,9 @@ def _slice(threads: int, tid: int) -> tuple[int, int]:
 def idle_latency(name: str, n: int, seed: int) -> dict[tuple[str, str], float]:
     """Mean latency of one access with nothing else in flight, in ns.
 
-    Reads are dependent (each a pointer chase: the next address waits for the load). A write is one 64 B line, ``ntstore`` or ``store`` + ``clwb`` (to a line
-    already cached), followed by ``sfence``; 2 us of idle time separate two writes.
+    Reads are dependent (each a pointer chase: the next address waits for the load). A
+    write is one 64 B line, ``ntstore`` or ``store`` + ``clwb`` (to a line already cached),
+    followed by ``sfence``; 2 us of idle time separate two writes.
     """
     m = machine(name, 1, seed)
     cpu = m.cpu(0)

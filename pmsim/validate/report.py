@@ -137,7 +137,7 @@ def validate(preset: str = "optane-adr", one_dimm: str = "optane-1dimm", quick: 
             kind = s.name
             if interleaved and s.name.startswith("Write"):
                 kind = "Write(ntstore)" if s.name == "Write(clwb)" else "Write(clwb)"
-                label = f"{s.name} (read as {kind}: the labels are in doubt)"
+                label = f"{s.name} (run as {kind[6:-1]}: label in doubt)"
             else:
                 label = s.name
             xs = bench.points(s.x, quick, QUICK_THREADS)
@@ -221,6 +221,11 @@ def shapes(r: Report) -> list[Shape]:
     return out
 
 
+X_LABELS = {"Fig. 4": "threads", "Fig. 5": "access size (B)", "Fig. 9": "region (B)",
+            "Fig. 12 latency": "write size (B)", "Fig. 12 bandwidth": "write size (B)",
+            "Fig. 13": "bytes between fences"}
+
+
 def plot(r: Report, out_dir: Path) -> list[Path]:
     """One PNG per figure: published values as points, pmsim's as lines."""
     import matplotlib
@@ -248,9 +253,9 @@ def plot(r: Report, out_dir: Path) -> list[Path]:
         xs = [p.x for p in pts]
         if max(xs) / max(min(xs), 1) >= 64:
             ax.set_xscale("log", base=2)
-        ax.set_title(f"{fig_name}: {published.CITATION.split(',')[0]} vs pmsim ({r.preset})",
-                     fontsize=9)
+        ax.set_title(f"{fig_name}: FAST'20 (points) vs pmsim (lines)", fontsize=9)
         ax.set_ylabel(pts[0].unit)
+        ax.set_xlabel(X_LABELS.get(fig_name.split(" (")[0], ""))
         ax.legend(fontsize=6)
         fig.tight_layout()
         path = out_dir / ("validate-" + "".join(c if c.isalnum() else "-" for c in fig_name.lower())

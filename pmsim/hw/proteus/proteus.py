@@ -41,8 +41,8 @@ it); the core stalls only when the LogQ is full (O3) and at tx-end, which waits 
 acknowledgement (§3.4). The O1 wait of a store is absorbed by the StoreQ and not charged.
 The LPQ spills its oldest entry to NVM when full (log-write removal) or drains every entry
 (``lwr=False``, Proteus+NoLWR); NVM log writes occupy a modelled media port of ``banks``
-parallel writes of ``write_ns`` each, apart from the engine's WPQ (an approximation: log and
-data writes do not contend for banks).
+parallel writes of ``write_ns`` each (with the DIMM model: ``dimms`` DIMMs), apart from the
+engine's WPQ (an approximation: log and data writes do not contend for banks).
 """
 
 from __future__ import annotations
@@ -271,7 +271,9 @@ class ProteusUnit:
         self.through = through
         self.mc_ns = 10 / 3.4 if mc_ns is None else mc_ns
         self.rtt = cfg.pm.to_wpq_ns + self.mc_ns
-        self.write_ns = cfg.pm.write_ns / max(1, cfg.pm.banks)
+        # the media's write rate: banks in parallel, or with the DIMM model the DIMMs, each
+        # accepting a 64 B write per pm.write_ns
+        self.write_ns = cfg.pm.write_ns / (cfg.pm.dimm.dimms or max(1, cfg.pm.banks))
         self.cores = [CoreState(t, b, slots, Llt(llt_entries, llt_ways))
                       for t, b in enumerate(logs)]
         self.lpq: OrderedDict[int, LogLine] = OrderedDict()  # slot address -> resident line

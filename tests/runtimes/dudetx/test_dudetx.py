@@ -57,11 +57,12 @@ def test_matches_reference(workload: str, threads: int) -> None:
 
 
 def test_a_read_only_transaction_is_serialized_at_its_snapshot() -> None:
-    """Seed 203 (found by Hypothesis): a delete finds its key absent (read-only, no ID), and a
-    put of that key commits before the delete ends. The delete comes before the put in
-    ``commit_order`` although its TX_COMMIT marker comes after; the final data and the crash
-    oracle, given the runtime's order, accept them."""
-    s = session("kv", 2, seed=203, txs=15)
+    """Seed 52 (the first seed that shows it on the marathe-pdom1 machine; Hypothesis found
+    the case, seed 203, before that machine's core became out of order): a delete finds its
+    key absent (read-only, no ID), and a put of that key commits before the delete ends. The
+    delete comes before the put in ``commit_order`` although its TX_COMMIT marker comes after;
+    the final data and the crash oracle, given the runtime's order, accept them."""
+    s = session("kv", 2, seed=52, txs=15)
     s.run(15)
     rt, wl = s.runtime, s.workload
     marker_order = [x for _, x in _marks(s, Mark.TX_COMMIT)]

@@ -158,8 +158,12 @@ def test_volatile_queues_acknowledge_from_nvm() -> None:
     acknowledges at acceptance, earlier, with a drained re-write."""
     from pmsim import preset
 
+    # the bank model with slow NVM writes (500 ns, gem5's NVM_2400_1x64): an entry's NVM write
+    # ends well after its acceptance, so the two acknowledgement points are far apart
+    slow = preset("pdom0").replace(**{"pm.dimm.dimms": 0, "pm.write_ns": 500.0})
+
     def run(rt: str) -> Session:
-        s = Session.create(rt, "swap", txs=3, seed=5, config=preset("pdom0"))
+        s = Session.create(rt, "swap", txs=3, seed=5, config=slow)
         s.run(3)
         return s
 

@@ -1,0 +1,218 @@
+"""The out-of-order core, the prefetchers and the DIMM model: what each mechanism does to
+simulated time (deterministic, so asserted exactly or by ratio), on both engines, and that none
+of them changes what the crash-state model sees."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pmsim.cache import native
+from pmsim.config import (
+    CacheConfig,
+    CacheLevel,
+    CoreConfig,
+    DIMMConfig,
+    MachineConfig,
+    PMConfig,
+    PrefetchConfig,
+    Region,
+)
+from pmsim.errors import ConfigError
+from pmsim.machine import Machine
+from pmsim.trace import Ev
+
+BACKENDS = ["python", pytest.param("c", marks=pytest.mark.skipif(
+    not native.available(), reason="the C core is not built"))]
+PM_BYTES = 8 << 20
+
+
+def cfg(ooo: bool = False, stream: bool = False, adjacent: bool = False, dimms: int = 0,
+        **pm: Any) -> MachineConfig:
+    return MachineConfig(
+        cores=2,
+        cache=CacheConfig(CacheLevel(32, 8, 1.0), CacheLevel(256, 8, 5.0),
+                          CacheLevel(1024, 16, 20.0)),
+        pm=PMConfig(read_ns=100.0, write_ns=30.0, banks=4, wpq_entries=8, to_wpq_ns=50.0,
+                    dimm=DIMMConfig(dimms, media_read_ns=200.0, media_read_occ_ns=40.0,
+                                    media_write_ns=120.0), **pm),
+        core=CoreConfig("ooo" if ooo else "inorder", store_buffer=8, fill_buffers=4,
+                        load_issue_ns=0.5),
+        prefetch=PrefetchConfig(stream=stream, adjacent=adjacent, distance=8, degree=2),
+        regions=(Region("pm", 0, PM_BYTES, "pm"), Region("dram", 1 << 30, 1 << 20, "dram")))
+
+
+def lines(n: int, stride: int = 4096) -> list[int]:
+    """n PM addresses on distinct lines of distinct pages (nothing for a streamer)."""
+    return [i * stride for i in range(n)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pointer_chase_pays_every_miss_independent_loads_overlap(backend: str) -> None:
+    """The two ends of the hardware data: dependent loads pay the full latency each;
+    independent ones overlap up to the fill buffers."""
+    miss = 20.0 + 100.0  # LLC + PM read
+    chase = Machine(cfg(ooo=True), backend=backend)
+    cpu = chase.cpu(0)
+    for a in lines(16):
+        cpu.load(a)
+    assert cpu.clock == pytest.approx(16 * miss)
+    group = Machine(cfg(ooo=True), backend=backend)
+    g = group.cpu(0)
+    g.load_words(0, 1)  # warm nothing else: one miss
+    t = g.clock
+    g.load_many(lines(16)[1:] + [4096 * 16])
+    # 16 misses, 4 in flight: four waves of one miss latency (plus issue slots)
+    assert 4 * miss <= g.clock - t <= 4 * miss + 16 * 0.5 + 1e-9
+    inorder = Machine(cfg(), backend=backend)
+    c = inorder.cpu(0)
+    c.load_many(lines(16))
+    assert c.clock == pytest.approx(16 * miss), "the in-order core overlaps nothing"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_store_buffer_hides_store_misses_until_full_or_fenced(backend: str) -> None:
+    m = Machine(cfg(ooo=True), backend=backend)
+    cpu = m.cpu(0)
+    for a in lines(8):  # 8 RFO misses fit in the 8-entry buffer: the core does not wait
+        cpu.store(a, 1)
+    assert cpu.clock == pytest.approx(8 * 1.0)  # store_ns each
+    assert float(m.stats()["sb_stall_ns"][0]) == 0.0
+    cpu.store(8 * 4096, 1)  # the ninth waits for the oldest entry to drain
+    assert float(m.stats()["sb_stall_ns"][0]) > 0.0
+    before = cpu.clock
+    cpu.mfence()  # and a fence waits for all of them
+    assert cpu.clock > before + 100.0
+    io = Machine(cfg(), backend=backend)
+    c = io.cpu(0)
+    for a in lines(9):
+        c.store(a, 1)
+    assert c.clock == pytest.approx(9 * 120.0), "in order: every RFO miss stalls"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_flush_writes_back_after_the_older_stores(backend: str) -> None:
+    """clwb of a line whose store is still buffered reaches the WPQ after the store drained."""
+    m = Machine(cfg(ooo=True), backend=backend)
+    cpu = m.cpu(0)
+    cpu.store(0, 7)  # an RFO miss: in L1 at 120 ns
+    cpu.clwb(0)
+    cpu.sfence()
+    assert cpu.clock == pytest.approx(120.0 + 50.0)  # drained, then the trip to the WPQ
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_streamer_follows_ascending_and_descending_streams_in_a_page(backend: str) -> None:
+    for direction in (1, -1):
+        m = Machine(cfg(stream=True), backend=backend)
+        cpu = m.cpu(0)
+        start = 4096 * 10 + (0 if direction == 1 else 63 * 64)
+        for i in range(64):
+            cpu.load(start + direction * 64 * i)
+        s = m.stats()[0]
+        assert s["pf_issued"] > 50 and s["pf_useful"] > 50, (direction, s)
+        off = Machine(cfg(), backend=backend)
+        for i in range(64):
+            off.cpu(0).load(start + direction * 64 * i)
+        assert cpu.clock < 0.5 * off.cpu(0).clock
+        # the streamer stays in its page: nothing beyond it was fetched
+        assert s["pf_issued"] <= 62
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_random_accesses_train_no_stream_and_adjacent_line_pairs(backend: str) -> None:
+    m = Machine(cfg(stream=True), backend=backend)
+    for a in lines(32):
+        m.cpu(0).load(a)
+    assert m.stats()[0]["pf_issued"] == 0
+    adj = Machine(cfg(adjacent=True), backend=backend)
+    cpu = adj.cpu(0)
+    cpu.load(4096)
+    t = cpu.clock
+    cpu.load(4096 + 64)  # the other line of the 128 B pair: prefetched, so an L2 hit
+    assert cpu.clock - t == pytest.approx(5.0)
+    assert adj.stats()[0]["pf_useful"] == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dimm_buffer_combines_full_lines_and_amplifies_partial_ones(backend: str) -> None:
+    def write(m: Machine, addrs: list[int]) -> None:
+        cpu = m.cpu(0)
+        for a in addrs:
+            cpu.ntstore(a, 1)
+            cpu.sfence()
+
+    seq = Machine(cfg(dimms=1), backend=backend)
+    write(seq, [64 * i for i in range(4 * 200)])  # whole 256 B media lines
+    s = seq.stats()[0]
+    assert s["media_write_bytes"] == s["pm_write_bytes"], "write amplification 1"
+    rnd = Machine(cfg(dimms=1), backend=backend)
+    write(rnd, [256 * 7 * i for i in range(400)])  # one 64 B line per media line
+    s = rnd.stats()[0]
+    assert s["xpb_rmw"] > 300  # partly written lines evicted: read-modify-writes
+    assert s["media_write_bytes"] >= 3.5 * s["pm_write_bytes"] - 64 * 256
+    # reads: a media line read once serves its four cache lines
+    rd = Machine(cfg(dimms=1), backend=backend)
+    rd.cpu(0).load_many([64 * i for i in range(64)])
+    s = rd.stats()[0]
+    assert (s["xpb_misses"], s["xpb_hits"], s["media_read_bytes"]) == (16, 48, 16 * 256)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_interleaving_spreads_pages_over_dimms(backend: str) -> None:
+    """Random reads over six DIMMs go about six times as fast as over one once the media
+    saturates (each miss occupies its DIMM's media for 40 ns)."""
+    def rate(dimms: int) -> float:
+        m = Machine(cfg(ooo=True, dimms=dimms).replace(**{"core.fill_buffers": 64}),
+                    backend=backend)
+        cpu = m.cpu(0)
+        addrs = [int(a) * 256 for a in np.random.default_rng(1).integers(0, PM_BYTES // 256, 2000)]
+        cpu.load_many(addrs)
+        return 2000 / cpu.clock
+    assert rate(6) > 3.0 * rate(1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_mechanisms_change_time_not_the_persistence_trace(backend: str) -> None:
+    """The crash-state model reads the trace: with every mechanism on, a program leaves the
+    same events (kinds, threads, addresses, values) as on the plain machine; only times and
+    the write-backs' completion stamps differ."""
+    def run(c: MachineConfig) -> np.ndarray:
+        m = Machine(c, backend=backend)
+        rng = np.random.default_rng(4)
+        for step in range(3000):
+            cpu = m.cpu(step % 2)
+            a = int(rng.integers(0, 4096)) * 64 + 8 * int(rng.integers(0, 8))
+            k = int(rng.integers(0, 6))
+            if k == 0:
+                cpu.load_many([a, a + 64, a + 128])
+            elif k == 1:
+                cpu.store(a, step)
+            elif k == 2:
+                cpu.ntstore(a, step)
+            elif k == 3:
+                cpu.clwb(a)
+            elif k == 4:
+                cpu.sfence()
+            else:
+                cpu.cas(a, 0, step)
+        t = m.trace().events
+        keep = t[t["kind"] != Ev.WB]
+        return keep[["kind", "tid", "aux", "addr", "value"]]
+    plain = run(cfg())
+    assert np.array_equal(run(cfg(ooo=True, stream=True, adjacent=True, dimms=2)), plain)
+
+
+def test_bad_timing_configs_say_what_to_use() -> None:
+    for bad, want in ((lambda: CoreConfig("superscalar"), "'inorder' or 'ooo'"),
+                      (lambda: CoreConfig(store_buffer=0), "store_buffer"),
+                      (lambda: PrefetchConfig(distance=65), "distance"),
+                      (lambda: PrefetchConfig(stream="yes"), "True or False"),
+                      (lambda: DIMMConfig(dimms=-1), "dimms"),
+                      (lambda: DIMMConfig(interleave_kib=3), "power of two")):
+        with pytest.raises(ConfigError, match=want.replace("(", r"\(")):
+            bad()
+    with pytest.raises(ConfigError, match="core.model|CoreConfig"):
+        MachineConfig.from_dict({"core": {"model": "fast"}})

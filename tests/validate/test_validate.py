@@ -1,0 +1,110 @@
+"""`pmsim validate`: the microbenchmarks reproduce the published shapes (on simulated time,
+which is deterministic), the report is complete and honest, and the command fails cleanly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pmsim.cli import main
+from pmsim.validate import Point, Report, bench, markdown, published
+from pmsim.validate.report import TOLERANCE, shapes
+
+SEED = 1
+
+
+def test_idle_latencies_and_the_random_over_sequential_ratio() -> None:
+    lat = bench.idle_latency("optane-adr", 200, SEED)
+    pub = published.idle_latency()
+    for key in [("Optane", "Read\\Random"), ("Optane", "Read\\Sequential"),
+                ("DRAM", "Read\\Random")]:
+        assert lat[key] == pytest.approx(pub[key], rel=TOLERANCE), key
+    ratio = lat[("Optane", "Read\\Random")] / lat[("Optane", "Read\\Sequential")]
+    assert ratio == pytest.approx(305.0 / 169.4, rel=TOLERANCE)
+
+
+def test_small_writes_get_a_quarter_of_the_bandwidth_of_media_lines() -> None:
+    small = bench.bandwidth("optane-1dimm", "Write(ntstore)", 4, 64, 16 * 1024, SEED)
+    full = bench.bandwidth("optane-1dimm", "Write(ntstore)", 4, 256, 16 * 1024, SEED)
+    assert small / full == pytest.approx(0.25, rel=TOLERANCE)
+    assert full == pytest.approx(2.2, rel=TOLERANCE)  # one DIMM's peak (FAST'20 Fig. 5)
+
+
+def test_the_buffer_holds_16_kib_of_media_lines() -> None:
+    """WA about 1 while the rewritten region fits the on-DIMM buffer, about 2 from 32 KiB."""
+    assert bench.write_amplification("optane-1dimm", 16384, 2, SEED) == pytest.approx(1.0, abs=0.1)
+    assert bench.write_amplification("optane-1dimm", 65536, 2, SEED) == pytest.approx(2.0, abs=0.25)
+    mid = bench.write_amplification("optane-1dimm", 24576, 2, SEED)
+    assert 1.1 < mid < 1.9, "random replacement: the rise is gradual, as measured"
+
+
+def test_read_bandwidth_scales_with_dimms_and_saturates_one() -> None:
+    one = [bench.bandwidth("optane-1dimm", "Read", t, 256, 16 * 1024, SEED) for t in (1, 8)]
+    six = bench.bandwidth("optane-adr", "Read", 8, 256, 16 * 1024, SEED)
+    assert one[0] == pytest.approx(2.92, rel=TOLERANCE)
+    assert one[1] < 7.0, "one DIMM's media bounds reads near its 6.5 GB/s"
+    assert six > 2.5 * one[1]
+
+
+def test_same_seed_same_numbers() -> None:
+    a = bench.bandwidth("optane-adr", "Write(clwb)", 3, 256, 8 * 1024, 5)
+    b = bench.bandwidth("optane-adr", "Write(clwb)", 3, 256, 8 * 1024, 5)
+    assert a == b
+
+
+@pytest.mark.xfail(strict=True, reason="not modelled: the published fall of one DIMM's write "
+                   "bandwidth with many writers (see the Validation page)")
+def test_write_bandwidth_falls_with_writers() -> None:
+    peak = bench.bandwidth("optane-1dimm", "Write(ntstore)", 2, 256, 8 * 1024, SEED)
+    many = bench.bandwidth("optane-1dimm", "Write(ntstore)", 24, 256, 4 * 1024, SEED)
+    assert many < 0.75 * peak
+
+
+def fake_report() -> Report:
+    r = Report("optane-adr", True)
+    r.points = [
+        Point("Fig. 2", "Optane Read\\Random", 0, 305.0, 305.0, "ns"),
+        Point("Fig. 2", "Optane Read\\Sequential", 0, 169.4, 166.0, "ns"),
+        Point("Fig. 2", "DRAM Write\\(clwb)", 0, 57.3, None, "ns", "untimed"),
+        Point("Fig. 5 (1 DIMM)", "Write(ntstore)", 64, 0.55, 0.45, "GB/s"),
+        Point("Fig. 5 (1 DIMM)", "Write(ntstore)", 256, 2.2, 2.2, "GB/s"),
+        Point("Fig. 9", "WriteAmp", 16384, 1.04, 1.0, "ratio"),
+        Point("Fig. 9", "WriteAmp", 65536, 2.04, 1.3, "ratio"),
+        *[Point("Fig. 4 (1 DIMM)", s, t, 2.2 / t, 2.2, "GB/s")
+          for s in ("Write(ntstore)", "Write(clwb)") for t in (1, 24)],
+    ]
+    r.shapes = shapes(r)
+    return r
+
+
+def test_report_counts_points_and_flags_misses() -> None:
+    r = fake_report()
+    assert r.summary().startswith("7 of 10 points within")  # 0.64 and the two 24-thread rows miss
+    assert "1 not modelled" in r.summary()
+    table = r.table()
+    assert "not modelled: untimed" in table and "**no**" in table
+    by = {s.name.split(" (")[0]: s for s in r.shapes}
+    assert by["write amplification from 32 KB"].holds is False  # |1.3 - 2| > 0.5
+    assert by["1-DIMM Write(ntstore) bandwidth at 24 threads / peak"].holds is False
+    assert json.loads(r.to_json())["points"][2]["pmsim"] is None
+    assert "### Shapes" in markdown(r, [])
+
+
+def test_plots_draw_published_points_and_pmsim_lines(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from pmsim.validate import plot
+
+    files = plot(fake_report(), tmp_path)
+    assert {f.name for f in files} == {"validate-fig-5-1-dimm.png", "validate-fig-9.png",
+                                       "validate-fig-4-1-dimm.png"}
+    assert all(f.stat().st_size > 1000 for f in files)
+
+
+def test_cli_rejects_unknown_presets_and_missing_folders(capsys: pytest.CaptureFixture[str],
+                                                         tmp_path: Path) -> None:
+    assert main(["validate", "--preset", "optane-ard"]) == 2
+    assert "Did you mean 'optane-adr'" in capsys.readouterr().err
+    assert main(["validate", "--json", str(tmp_path / "no" / "r.json")]) == 2
+    assert "create it first" in capsys.readouterr().err
