@@ -202,9 +202,9 @@ def check_d1(rows: Rows) -> Finding:
     c.expect(not out, f"slowdowns in {fmt_interval(iv)}: {len(slow) - len(out)}/{len(slow)}",
              f"DUDETx's slowdown against Volatile-STM is outside the paper's 7-25% band on "
              f"{', '.join(f'{k} ({_pct(slow[k])})' for k in out)}: TPC-C's ~100 logged words per "
-             "transaction go to a 256 KiB vlog ring that outgrows L1 and L2, and pmsim charges "
-             "every store miss its full latency (no store-level parallelism or streaming "
-             "prefetch), and its longer Perform aborts more often")
+             "transaction go to a 256 KiB vlog ring that outgrows L1 and L2 (their misses overlap "
+             "in the store buffer only up to its 42 entries), and its longer Perform aborts "
+             "more often")
     extra = {k: 4e9 / _tp(rows, k, "dudetx") - 4e9 / _tp(rows, k, "stm") for k in WORKLOADS}
     c.note("added ns per transaction and thread " + ", ".join(
         f"{k} {extra[k]:.0f} (paper {D1_EXTRA_CYCLES[k] / GHZ:.0f})" for k in WORKLOADS))
@@ -280,8 +280,8 @@ def check_d5(rows: Rows) -> Finding:
                  f"on {k} the order DUDETx > Sync > Mnemosyne (and > NVML) does not hold: "
                  "Sync's worker pays the emulated persist and then polls D, a gap the card's "
                  "calibration warning says the max(latency, bytes/BW) model cannot reproduce, "
-                 "and on TPC-C DUDETx's single Reproduce thread, which takes a full-latency "
-                 "miss on every cold home line, bounds it")
+                 "and on TPC-C DUDETx's single Reproduce thread, which misses on every cold "
+                 "home line, bounds it")
     return c.finding()
 
 
@@ -344,8 +344,8 @@ def check_d8(rows: Rows) -> Finding:
     c.expect(inside(ratio, (1.0, 3.0)), f"DUDETx p50 = {ratio:.2f}x the per-thread ideal "
              f"{ideal / 1e3:.0f} µs (paper ≈2x)",
              f"DUDETx's median acknowledgement is {ratio:.2f}x the per-thread transaction time, "
-             "not about 2x: on TPC-C Reproduce falls behind (one thread, a full-latency miss "
-             "per cold home line), the plogs fill and Persist, hence D, waits for it")
+             "not about 2x: on TPC-C Reproduce falls behind (one thread, a miss per cold home "
+             "line), the plogs fill and Persist, hence D, waits for it")
     return c.finding()
 
 
