@@ -251,7 +251,8 @@ class PrefetchConfig:
     distance: int = param(16, "lines", "how far ahead of the demand stream the streamer runs "
                           "(at most 64)")
     degree: int = param(2, "lines", "lines the streamer issues per triggering access (at most 64)")
-    streams: int = param(32, "streams", "pages tracked at once per core (at most 256)")
+    streams: int = param(32, "streams", "stream-table entries per core, one 4 KiB page each, "
+                         "indexed by page number (at most 256)")
 
     def __post_init__(self) -> None:
         for n in ("stream", "adjacent"):

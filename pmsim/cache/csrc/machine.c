@@ -97,12 +97,12 @@ struct pm_machine {
     double *lf_ring;     /* cores x lf_entries: when each miss slot is free */
     uint32_t *lf_idx;
     /* prefetchers: per thread */
-    int64_t *pf_streams; /* cores x pf_streams x 5: page, last line, direction, frontier, stamp */
-    uint64_t *pf_tick;
-    int64_t *pf_line;    /* cores x pf_slots: in-flight prefetched lines, -1: none */
+    int64_t *pf_streams; /* cores x pf_streams x 4: page, last line, direction, frontier
+                            (direct-mapped by page) */
+    int64_t *pf_line;    /* cores x pf_slots: in-flight prefetched lines, direct-mapped by line;
+                            -1: none */
     double *pf_ready;    /* ... when each arrives */
-    uint32_t *pf_idx;
-    uint32_t pf_slots;
+    uint32_t pf_slots;   /* reference.pf_slots(distance): a power of two */
     /* DIMMs */
     int64_t *xpb_line;   /* ndimm x xpb_lines: media line held, -1: none */
     uint8_t *xpb_mask;   /* cache lines of it written since its last media write */
@@ -583,14 +583,12 @@ static inline int snoop_invalidate(pm_machine *m, int tid, uint64_t line)
 /* ---- prefetchers (reference: PyEngine._pf_take, _prefetch, _pf_train) ------------------ */
 
 /* Remove line from the thread's in-flight prefetches; its arrival time, or -1.0. */
-static double pf_take(pm_machine *m, int tid, uint64_t line)
+static inline double pf_take(pm_machine *m, int tid, uint64_t line)
 {
-    int64_t *lines = &m->pf_line[(size_t)tid * m->pf_slots];
-    for (uint32_t i = 0; i < m->pf_slots; i++) {
-        if (lines[i] == (int64_t)line) {
-            lines[i] = -1;
-            return m->pf_ready[(size_t)tid * m->pf_slots + i];
-        }
+    size_t i = (size_t)tid * m->pf_slots + (line & (m->pf_slots - 1));
+    if (m->pf_line[i] == (int64_t)line) {
+        m->pf_line[i] = -1;
+        return m->pf_ready[i];
     }
     return -1.0;
 }
@@ -618,10 +616,9 @@ static void hw_prefetch(pm_machine *m, int tid, uint64_t line, double t)
     }
     fill(m, tid, 2, line);
     m->st[tid].pf_issued += 1;
-    size_t i = (size_t)tid * m->pf_slots + m->pf_idx[tid];
+    size_t i = (size_t)tid * m->pf_slots + (line & (m->pf_slots - 1));
     m->pf_line[i] = (int64_t)line;
     m->pf_ready[i] = t + lat;
-    m->pf_idx[tid] = (m->pf_idx[tid] + 1) % m->pf_slots;
 }
 
 /* The L2 streamer sees a demand miss (or a hit on a prefetched line) at line. */
@@ -631,29 +628,17 @@ static void pf_train(pm_machine *m, int tid, uint64_t line, double t)
     if (!c->pf_stream)
         return;
     int64_t page = (int64_t)(line >> 6), l = (int64_t)line;
-    uint64_t tick = ++m->pf_tick[tid];
-    int64_t *streams = &m->pf_streams[(size_t)tid * c->pf_streams * 5];
-    int64_t *e = NULL, *lru = streams;
-    for (uint32_t i = 0; i < c->pf_streams; i++) {
-        int64_t *s_ = &streams[5 * i];
-        if (s_[0] == page) {
-            e = s_;
-            break;
-        }
-        if (s_[4] < lru[4])
-            lru = s_;
-    }
-    if (e == NULL) {
-        lru[0] = page;
-        lru[1] = l;
-        lru[2] = 0;
-        lru[3] = l;
-        lru[4] = (int64_t)tick;
+    int64_t *e = &m->pf_streams[((size_t)tid * c->pf_streams + (size_t)(line >> 6) % c->pf_streams)
+                                * 4];
+    if (e[0] != page) {
+        e[0] = page;
+        e[1] = l;
+        e[2] = 0;
+        e[3] = l;
         return;
     }
     int64_t delta = l - e[1];
     e[1] = l;
-    e[4] = (int64_t)tick;
     if (delta != 1 && delta != -1)
         return;
     if (e[2] != delta) {
@@ -1574,16 +1559,14 @@ static void timing_reset(pm_machine *m)
     memset(m->lf_ring, 0, n * c->lf_entries * sizeof(double));
     memset(m->lf_idx, 0, n * sizeof(uint32_t));
     for (size_t i = 0; i < n * c->pf_streams; i++) {
-        int64_t *e = &m->pf_streams[5 * i];
+        int64_t *e = &m->pf_streams[4 * i];
         e[0] = -1;
-        e[1] = e[2] = e[3] = e[4] = 0;
+        e[1] = e[2] = e[3] = 0;
     }
-    memset(m->pf_tick, 0, n * sizeof(uint64_t));
     for (size_t i = 0; i < n * m->pf_slots; i++) {
         m->pf_line[i] = -1;
         m->pf_ready[i] = 0.0;
     }
-    memset(m->pf_idx, 0, n * sizeof(uint32_t));
     for (size_t i = 0; i < nd * c->xpb_lines; i++) {
         m->xpb_line[i] = -1;
         m->xpb_mask[i] = 0;
@@ -1630,12 +1613,12 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->sb_last = calloc((size_t)n, sizeof(double));
     m->lf_ring = calloc((size_t)n * cfg->lf_entries, sizeof(double));
     m->lf_idx = calloc((size_t)n, sizeof(uint32_t));
-    m->pf_slots = 2 * cfg->pf_distance + 2;
-    m->pf_streams = calloc((size_t)n * cfg->pf_streams * 5, sizeof(int64_t));
-    m->pf_tick = calloc((size_t)n, sizeof(uint64_t));
+    m->pf_slots = 1;
+    while (m->pf_slots < 2 * cfg->pf_distance + 2)
+        m->pf_slots <<= 1;
+    m->pf_streams = calloc((size_t)n * cfg->pf_streams * 4, sizeof(int64_t));
     m->pf_line = calloc((size_t)n * m->pf_slots, sizeof(int64_t));
     m->pf_ready = calloc((size_t)n * m->pf_slots, sizeof(double));
-    m->pf_idx = calloc((size_t)n, sizeof(uint32_t));
     m->xpb_line = calloc(nd * cfg->xpb_lines, sizeof(int64_t));
     m->xpb_mask = calloc(nd * cfg->xpb_lines, 1);
     m->xpb_busy = calloc(nd * cfg->xpb_lines, sizeof(double));
@@ -1663,8 +1646,8 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     int ok = m->l1 && m->l2 && m->st && m->pending && m->pcommit_wait && m->in_fixed_pb && m->wc
              && m->ring && m->ring_start && m->ring_line && m->ring_idx && m->bank_free && m->rbase
              && m->rend && m->rwords && m->tr && m->htm && m->sb_ring && m->sb_idx && m->sb_last
-             && m->lf_ring && m->lf_idx && m->pf_streams && m->pf_tick && m->pf_line
-             && m->pf_ready && m->pf_idx && m->xpb_line && m->xpb_mask && m->xpb_busy
+             && m->lf_ring && m->lf_idx && m->pf_streams && m->pf_line
+             && m->pf_ready && m->xpb_line && m->xpb_mask && m->xpb_busy
              && m->xpb_fill && m->rng && m->chan_free && m->cal_tag && m->cal_used;
     ok = ok && cache_init(&m->llc, cfg->llc_sets, cfg->llc_ways);
     for (int i = 0; ok && i < n; i++)
@@ -1716,10 +1699,8 @@ void pm_machine_free(pm_machine *m)
     free(m->lf_ring);
     free(m->lf_idx);
     free(m->pf_streams);
-    free(m->pf_tick);
     free(m->pf_line);
     free(m->pf_ready);
-    free(m->pf_idx);
     free(m->xpb_line);
     free(m->xpb_mask);
     free(m->xpb_busy);

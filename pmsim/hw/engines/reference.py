@@ -71,6 +71,15 @@ CAL_BUCKETS = 4096
 queue of the model holds."""
 
 
+def pf_slots(distance: int) -> int:
+    """Entries of a core's table of in-flight prefetches: the power of two at or above
+    2 x distance + 2 (the C core's the same)."""
+    n = 1
+    while n < 2 * distance + 2:
+        n <<= 1
+    return n
+
+
 def dimm_seed(seed: int, dimm: int) -> int:
     """The initial state of DIMM ``dimm``'s replacement generator (a 64-bit LCG; the C core's
     the same): the machine's seed mixed with the DIMM's index, never 0."""
@@ -250,13 +259,12 @@ class PyEngine:
     def _init_prefetch(self, cfg: MachineConfig) -> None:
         p = cfg.prefetch
         self.pf_on = p.on
-        # per core: streams [page, last line, direction, frontier, stamp]; in-flight ring
-        self.pf_streams = [[[-1, 0, 0, 0, 0] for _ in range(p.streams)] for _ in range(cfg.cores)]
-        self.pf_tick = [0] * cfg.cores
-        slots = 2 * p.distance + 2
-        self.pf_line = [[-1] * slots for _ in range(cfg.cores)]
-        self.pf_ready = [[0.0] * slots for _ in range(cfg.cores)]
-        self.pf_idx = [0] * cfg.cores
+        # per core: streams [page, last line, direction, frontier], one per page (direct-mapped
+        # by page number); in-flight prefetches, direct-mapped by line number
+        self.pf_streams = [[[-1, 0, 0, 0] for _ in range(p.streams)] for _ in range(cfg.cores)]
+        self.pf_mask = pf_slots(p.distance) - 1
+        self.pf_line = [[-1] * (self.pf_mask + 1) for _ in range(cfg.cores)]
+        self.pf_ready = [[0.0] * (self.pf_mask + 1) for _ in range(cfg.cores)]
 
     def _init_dimms(self, cfg: MachineConfig) -> None:
         dm = cfg.pm.dimm
@@ -384,11 +392,11 @@ class PyEngine:
 
     def _pf_take(self, tid: int, line: int) -> float:
         """Remove ``line`` from the in-flight prefetches; its arrival time, or -1.0."""
+        i = line & self.pf_mask
         lines = self.pf_line[tid]
-        for i in range(len(lines)):
-            if lines[i] == line:
-                lines[i] = -1
-                return self.pf_ready[tid][i]
+        if lines[i] == line:
+            lines[i] = -1
+            return self.pf_ready[tid][i]
         return -1.0
 
     def _prefetch(self, tid: int, line: int, t: float) -> None:
@@ -409,10 +417,9 @@ class PyEngine:
             self._fill(tid, 3, line)
         self._fill(tid, 2, line)
         self.stats[tid]["pf_issued"] += 1
-        i = self.pf_idx[tid]
+        i = line & self.pf_mask
         self.pf_line[tid][i] = line
         self.pf_ready[tid][i] = t + lat
-        self.pf_idx[tid] = (i + 1) % len(self.pf_line[tid])
 
     def _pf_train(self, tid: int, line: int, t: float) -> None:
         """The L2 streamer sees a demand miss (or a hit on a prefetched line) at ``line``."""
@@ -420,23 +427,12 @@ class PyEngine:
         if not p.stream:
             return
         page = line >> 6
-        self.pf_tick[tid] += 1
-        tick = self.pf_tick[tid]
-        streams = self.pf_streams[tid]
-        e = None
-        lru = streams[0]
-        for s_ in streams:
-            if s_[0] == page:
-                e = s_
-                break
-            if s_[4] < lru[4]:
-                lru = s_
-        if e is None:
-            lru[0], lru[1], lru[2], lru[3], lru[4] = page, line, 0, line, tick
+        e = self.pf_streams[tid][page % p.streams]
+        if e[0] != page:
+            e[0], e[1], e[2], e[3] = page, line, 0, line
             return
         delta = line - e[1]
         e[1] = line
-        e[4] = tick
         if delta != 1 and delta != -1:
             return
         if e[2] != delta:
