@@ -86,6 +86,7 @@ class Cpu:
         e = machine.engine
         self.load: Callable[[int], int] = partial(e.load, tid)
         self.load_many: Callable[[list[int]], list[int]] = partial(e.load_many, tid)
+        self.run_ahead: Callable[[list[int]], None] = partial(e.run_ahead, tid)
         self.store: Callable[[int, int], None] = partial(e.store, tid)
         self.ntstore: Callable[[int, int], None] = partial(e.ntstore, tid)
         self.clflush: Callable[[int], None] = partial(e.clflush, tid)

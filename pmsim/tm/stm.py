@@ -272,6 +272,18 @@ class StmTx:
             self.reads.append((li, version))
             return value
 
+    def read_range(self, addr: int, n: int) -> list[int]:
+        """Transactional loads of ``n`` consecutive words from ``addr``. Each word's read
+        barrier depends on nothing the others load, so an out-of-order core runs ahead through
+        them: their lines and lock words are fetched together first (``Cpu.run_ahead``), then
+        each barrier runs as :meth:`read` does."""
+        stm = self.stm
+        words = [addr + 8 * i for i in range(n)]
+        locks = {stm._locks + 8 * ((a >> stm._shift) & stm._mask): None for a in words}
+        self.cpu.run_ahead([*dict.fromkeys(a & ~63 for a in words), *locks])
+        rd = self.read
+        return [rd(a) for a in words]
+
     def write(self, addr: int, value: int) -> None:
         """Transactional store of ``value`` to the 8-byte word at ``addr``."""
         self._live()

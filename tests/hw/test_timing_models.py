@@ -73,6 +73,25 @@ def test_pointer_chase_pays_every_miss_independent_loads_overlap(backend: str) -
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_run_ahead_fetches_like_a_group_without_loading(backend: str) -> None:
+    """run_ahead times the misses as load_many does, counts no load, and the loads that follow
+    hit L1; on the in-order core it does nothing."""
+    m = Machine(cfg(ooo=True), backend=backend)
+    cpu = m.cpu(0)
+    cpu.run_ahead(lines(8))
+    s = m.stats()[0]
+    assert s["loads"] == 0 and s["llc_misses"] == 8
+    assert cpu.clock == pytest.approx(2 * 120.0 + 3 * 0.5)  # two waves of four fill buffers
+    t = cpu.clock
+    for a in lines(8):
+        cpu.load(a)
+    assert cpu.clock - t == pytest.approx(8 * 1.0)
+    io = Machine(cfg(), backend=backend)
+    io.cpu(0).run_ahead(lines(8))
+    assert io.cpu(0).clock == 0.0 and io.stats()[0]["l1_misses"] == 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_store_buffer_hides_store_misses_until_full_or_fenced(backend: str) -> None:
     m = Machine(cfg(ooo=True), backend=backend)
     cpu = m.cpu(0)

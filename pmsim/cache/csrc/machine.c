@@ -1066,7 +1066,7 @@ static inline int do_load(pm_machine *m, int tid, uint64_t addr, uint64_t *out)
    thread are checked first; on an error *bad is the index of the offending address and
    nothing has run. */
 static int do_load_many(pm_machine *m, int tid, const uint64_t *addrs, size_t stride, size_t n,
-                        uint64_t *out, size_t *bad)
+                        uint64_t *out, size_t *bad, int values)
 {
     for (size_t i = 0; i < n; i++) {
         int pm;
@@ -1077,7 +1077,7 @@ static int do_load_many(pm_machine *m, int tid, const uint64_t *addrs, size_t st
             return PM_ERR_TID;
     }
     if (!m->cfg.timed || !m->cfg.ooo) {
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; values && i < n; i++) {
             *bad = i;
             int err = do_load(m, tid, addrs[i * stride], &out[i]);
             if (err)
@@ -1096,10 +1096,15 @@ static int do_load_many(pm_machine *m, int tid, const uint64_t *addrs, size_t st
         *bad = i;
         if (reserve(m))
             return PM_ERR_NOMEM;
-        HTM_MODE(m, tid, addr, ACC_READ);
-        if (mode == MODE_SKIP) {
-            out[i] = 0;
-            continue;
+        int mode = MODE_PLAIN;
+        if (values && m->htm_active) {
+            mode = htm_access(m, tid, addr, ACC_READ);
+            if (mode < 0)
+                return -mode;
+            if (mode == MODE_SKIP) {
+                out[i] = 0;
+                continue;
+            }
         }
         int level;
         uint32_t j = m->lf_idx[tid];
@@ -1115,8 +1120,10 @@ static int do_load_many(pm_machine *m, int tid, const uint64_t *addrs, size_t st
         }
         if (done > end)
             end = done;
-        st->loads += 1;
         t += issue;
+        if (!values)
+            continue;
+        st->loads += 1;
         if (mode == MODE_TX && htm_buffered(m, tid, addr, &out[i]))
             continue;
         out[i] = *w;
@@ -1772,7 +1779,13 @@ uint64_t pm_load(pm_machine *m, int tid, uint64_t addr)
 int pm_load_many(pm_machine *m, int tid, const uint64_t *addrs, size_t n, uint64_t *out)
 {
     size_t bad;
-    return do_load_many(m, tid, addrs, 1, n, out, &bad);
+    return do_load_many(m, tid, addrs, 1, n, out, &bad, 1);
+}
+
+int pm_run_ahead(pm_machine *m, int tid, const uint64_t *addrs, size_t n)
+{
+    size_t bad;
+    return do_load_many(m, tid, addrs, 1, n, NULL, &bad, 0);
 }
 
 int pm_store(pm_machine *m, int tid, uint64_t addr, uint64_t value)
@@ -1964,10 +1977,11 @@ int64_t pm_run_batch(pm_machine *m, const pm_op *ops, size_t n, uint64_t *out)
         case OP_LOAD:
             if (o->aux & 1) { /* an independent group: the run of such loads of this thread */
                 size_t j = i + 1, bad = 0;
-                while (j < n && ops[j].op == OP_LOAD && (ops[j].aux & 1) && ops[j].tid == o->tid)
+                while (j < n && ops[j].op == OP_LOAD && (ops[j].aux & 3) == (o->aux & 3)
+                       && ops[j].tid == o->tid)
                     j++;
                 err = do_load_many(m, tid, &o->addr, sizeof(pm_op) / sizeof(uint64_t), j - i,
-                                   &out[i], &bad);
+                                   &out[i], &bad, !(o->aux & 2));
                 if (err) {
                     m->err = err;
                     return (int64_t)(i + bad);

@@ -121,6 +121,9 @@ uint64_t pm_load(pm_machine *m, int tid, uint64_t addr);
 /* Independent loads (PyEngine.load_many): out[i] = the word at addrs[i]. Every address and
    the thread are checked first: on an error nothing has run. */
 int pm_load_many(pm_machine *m, int tid, const uint64_t *addrs, size_t n, uint64_t *out);
+/* PyEngine.run_ahead: the misses of pm_load_many, timed, with no values, no loads counted and
+   no transactional tracking; nothing on the in-order core or in functional mode. */
+int pm_run_ahead(pm_machine *m, int tid, const uint64_t *addrs, size_t n);
 int pm_store(pm_machine *m, int tid, uint64_t addr, uint64_t value);
 int pm_ntstore(pm_machine *m, int tid, uint64_t addr, uint64_t value);
 /* A device write (Proteus/ATOM memory controller): PM and trace only; PM addresses only. */

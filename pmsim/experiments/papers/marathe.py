@@ -136,10 +136,10 @@ def _exp(rows: Rows, name: str) -> Rows:
 
 COW64 = ("at slot 64 pmsim's COW touches each written slot's lines twice (the old payload and "
          "its cold copy: 246 instead of ~160 LLC misses per transaction with the prefetchers "
-         "off), but the stream prefetcher follows both (PDOM-2, 40 transactions: 209 of COW's "
-         "252 prefetches useful, 11 demand misses left against undo's 7), so COW is about 1.3x "
-         "redo (1.8x with the prefetchers off), and nothing in the model multiplies that by "
-         "25; the paper does not break its ~50x down")
+         "off), but the stream prefetcher follows both (PDOM-2, per transaction over 40: 201 of "
+         "COW's 251 prefetches useful, 13 demand misses left against undo's 7), so COW is "
+         "about 1.35x redo (1.8x with the prefetchers off), and nothing in the model "
+         "multiplies that by 25; the paper does not break its ~50x down")
 REDO_HEADER = ("redo's per-object writers word makes a 4-word slot a 5-word object, so 20 slots "
                "span ~13 instead of ~10 lines of 300 ns PM misses, which the stream "
                "prefetcher hides only in part, a cost the paper reports as free")

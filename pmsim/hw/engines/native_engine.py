@@ -128,6 +128,7 @@ class CEngine:
 
     load: Callable[[int, int], int]
     load_many: Callable[[int, list[int]], list[int]]
+    run_ahead: Callable[[int, list[int]], None]
     store: Callable[[int, int, int], None]
     ntstore: Callable[[int, int, int], None]
     clflush: Callable[[int, int], None]
@@ -249,6 +250,23 @@ class CEngine:
                     diagnose(tid, a)
                 fail(code, tid, None)
             return list(out)
+
+        f_ahead = lib.pm_run_ahead
+
+        def run_ahead(tid: int, addrs: list[int]) -> None:
+            """The misses of ``load_many`` without values (see PyEngine.run_ahead)."""
+            try:
+                code = f_ahead(m, tid, ffi.new("uint64_t[]", addrs), len(addrs))
+            except (OverflowError, TypeError):
+                for a in addrs:
+                    diagnose(tid, a)
+                raise
+            if code:
+                if code == lib.PM_ERR_NOMEM:
+                    fail(code, tid, None)
+                for a in addrs:
+                    diagnose(tid, a)
+                fail(code, tid, None)
 
         def load(tid: int, addr: int) -> int:
             if addr.__class__ is not int:
@@ -437,6 +455,7 @@ class CEngine:
         self.xbegin, self.xend, self.xabort, self.xstatus, self.rdtsc = (
             xbegin, xend, xabort, xstatus, rdtsc)
         self.load, self.cas, self.xchg, self.load_many = load, cas, xchg, load_many
+        self.run_ahead = run_ahead
         self.store, self.ntstore = with_value(lib.pm_store), with_value(lib.pm_ntstore)
         self.clflush = with_addr(lib.pm_clflush, True)
         self.clflushopt = with_addr(lib.pm_clflushopt, True)

@@ -60,7 +60,7 @@ BATCH_DTYPE = np.dtype([("op", "u1"), ("pad", "u1"), ("tid", "u2"), ("aux", "u4"
                         ("addr", "u8"), ("value", "u8"), ("arg", "u8")])
 """One operation of a batch: ``arg`` is CAS's new value, work's ns (float bits) or unused;
 ``aux`` is a marker's or xabort's code; a run of loads of one thread with ``aux`` bit 0 set is
-one independent group (``load_many``)."""
+one independent group (``load_many``; with bit 1 set too, ``run_ahead``: no values)."""
 
 _WB_EVICT, _WB_FLUSH, _WB_NT = 0, 1, 2
 
@@ -729,23 +729,38 @@ class PyEngine:
         """Loads that do not depend on each other (the words of one read). On the ooo core
         their misses overlap, at most ``core.fill_buffers`` in flight (a miss goes to memory
         when the oldest fill buffer is free), one issued every ``core.load_issue_ns``; the
-        thread continues when the last one completes. On the
-        in-order core they are as many loads. Every address is checked first: on an error
-        nothing has run."""
+        thread continues when the last one completes. On the in-order core they are as many
+        loads. Every address is checked first: on an error nothing has run."""
         where = [self.mem.locate(a) for a in addrs]
         check_tid(self.cfg, tid)
         if not self.ooo:
             return [self.load(tid, a) for a in addrs]
+        return self._overlapped(tid, addrs, where, True)
+
+    def run_ahead(self, tid: int, addrs: list[int]) -> None:
+        """The lines an out-of-order core fetches while it runs ahead through a loop whose
+        iterations do not depend on each other's data (an STM's read barrier over the words of
+        one read): timed as the misses of ``load_many``, with no value, no load counted and no
+        transactional tracking; the loop's own loads then hit. Nothing on the in-order core."""
+        where = [self.mem.locate(a) for a in addrs]
+        check_tid(self.cfg, tid)
+        if self.ooo:
+            self._overlapped(tid, addrs, where, False)
+
+    def _overlapped(self, tid: int, addrs: list[int], where: list[tuple[int, int]],
+                    values: bool) -> list[int]:
         issue = self.cfg.core.load_issue_ns
         ring = self.lf_ring[tid]
         t = self.clock[tid]
         end = t
         out = []
         for addr, (r, w) in zip(addrs, where, strict=True):
-            mode = self.htm.access(tid, int(addr), H.READ) if self.htm.active else H.PLAIN
-            if mode == H.SKIP:
-                out.append(0)
-                continue
+            mode = H.PLAIN
+            if values and self.htm.active:
+                mode = self.htm.access(tid, int(addr), H.READ)
+                if mode == H.SKIP:
+                    out.append(0)
+                    continue
             i = self.lf_idx[tid]
             start = ring[i] if ring[i] > t else t  # a miss waits for the oldest fill buffer
             lat, level = self._access(tid, addr >> 6, False, True, start)
@@ -757,10 +772,11 @@ class PyEngine:
                 self.lf_idx[tid] = (i + 1) % len(ring)
             if done > end:
                 end = done
-            self.stats[tid]["loads"] += 1
             t += issue
-            v = self.htm.buffered(tid, int(addr)) if mode == H.TX else None
-            out.append(int(self.mem.arrays[r][w]) if v is None else v)
+            if values:
+                self.stats[tid]["loads"] += 1
+                v = self.htm.buffered(tid, int(addr)) if mode == H.TX else None
+                out.append(int(self.mem.arrays[r][w]) if v is None else v)
         if t > end:
             end = t
         if end > self.clock[tid]:
@@ -1075,10 +1091,14 @@ def run_batch(e: PyEngine | FunctionalEngine, ops: np.ndarray) -> np.ndarray:
             continue
         if op == OP_LOAD and aux & 1:
             j = i + 1
-            while j < len(rows) and rows[j][0] == OP_LOAD and rows[j][3] & 1 \
+            while j < len(rows) and rows[j][0] == OP_LOAD and rows[j][3] & 3 == aux & 3 \
                     and rows[j][2] == tid:
                 j += 1
-            out[i:j] = e.load_many(tid, [rows[k][4] for k in range(i, j)])
+            addrs = [rows[k][4] for k in range(i, j)]
+            if aux & 2:
+                e.run_ahead(tid, addrs)
+            else:
+                out[i:j] = e.load_many(tid, addrs)
             group = j
         elif op == OP_LOAD:
             out[i] = e.load(tid, addr)
@@ -1209,6 +1229,11 @@ class FunctionalEngine:
             self.mem.locate(a)
         self._check_tid(tid)
         return [self.load(tid, a) for a in addrs]
+
+    def run_ahead(self, tid: int, addrs: list[int]) -> None:
+        for a in addrs:
+            self.mem.locate(a)
+        self._check_tid(tid)
 
     def _write(self, tid: int, addr: int, value: int, kind: Ev, counter: str) -> None:
         r, w = self.mem.locate(addr)

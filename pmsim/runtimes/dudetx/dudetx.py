@@ -142,8 +142,7 @@ class DudeTxTx(Tx):
         rt = self.drt
         self.cpu.work(rt.costs.call_ns)
         a = rt._shadow(obj + 8 * field, n)
-        rd = self.stx.read
-        return [rd(a + 8 * i) for i in range(n)]
+        return self.stx.read_range(a, n)
 
     def write_words(self, obj: int, field: int, values: Sequence[int]) -> None:
         rt = self.drt

@@ -96,10 +96,9 @@ class PagingTx(DudeTxTx):
     def read_words(self, obj: int, field: int, n: int) -> list[int]:
         rt: DudeTxPagingRuntime = self.drt  # type: ignore[assignment]
         self.cpu.work(rt.costs.call_ns)
-        rd = self.stx.read
         out: list[int] = []
         for s, k in rt._spans(self, obj + 8 * field, n):
-            out.extend(rd(s + 8 * i) for i in range(k))
+            out.extend(self.stx.read_range(s, k))
         return out
 
     def write_words(self, obj: int, field: int, values: Sequence[int]) -> None:

@@ -41,9 +41,7 @@ class StmRuntimeTx(Tx):
 
     def read_words(self, obj: int, field: int, n: int) -> list[int]:
         self.cpu.work(self.rt.costs.call_ns)
-        rd = self.stx.read
-        home = obj + 8 * field
-        return [rd(home + 8 * i) for i in range(n)]
+        return self.stx.read_range(obj + 8 * field, n)
 
     def write_words(self, obj: int, field: int, values: Sequence[int]) -> None:
         self.cpu.work(self.rt.costs.call_ns)

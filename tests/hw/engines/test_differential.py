@@ -47,7 +47,7 @@ DRAM_BASE, DRAM_LINES = 0x100000, 32     # 2 KiB of DRAM
 UNMAPPED = (0x0, PM_BASE + PM_LINES * 64, 0x200000)
 
 # pseudo-ops of the individual-call path (not batch op codes)
-RESET_VOLATILE, RESET_TRACE, SET_CLOCK, LOAD_MANY = 100, 101, 102, 103
+RESET_VOLATILE, RESET_TRACE, SET_CLOCK, LOAD_MANY, RUN_AHEAD = 100, 101, 102, 103, 104
 VALUE_OPS = (ref.OP_LOAD, ref.OP_CAS, ref.OP_XCHG)
 
 
@@ -121,7 +121,7 @@ def ops(draw: Any, cores: int, errors: bool = False, pseudo: bool = False) -> tu
         group = draw(st.lists(addresses(), min_size=0, max_size=6))
         if errors and group and draw(st.integers(0, 4)) == 0:
             group[draw(st.integers(0, len(group) - 1))] = draw(bad_addresses())
-        return (LOAD_MANY, tid, tuple(group), 0, 0)
+        return (draw(st.sampled_from([LOAD_MANY, RUN_AHEAD])), tid, tuple(group), 0, 0)
     if pseudo and draw(st.integers(0, 40)) == 0:
         kind = draw(st.sampled_from([RESET_VOLATILE, RESET_TRACE, SET_CLOCK]))
         return (kind, tid, 0, 0, draw(work_ns))
@@ -165,6 +165,8 @@ def call(e: Any, o: tuple) -> Any:
             return e.set_clock(tid, arg)
         if kind == LOAD_MANY:
             return [int(v) for v in e.load_many(tid, list(addr))]
+        if kind == RUN_AHEAD:
+            return e.run_ahead(tid, list(addr))
         if kind == ref.OP_CAS:
             return e.cas(tid, addr, value, arg)
         if kind == ref.OP_XCHG:
@@ -325,6 +327,7 @@ def grouped(seq: list[tuple], rng: np.random.Generator) -> np.ndarray:
     b = to_batch(seq)
     loads = b["op"] == ref.OP_LOAD
     b["aux"][loads & (rng.random(len(b)) < 0.5)] |= 1
+    b["aux"][loads & (rng.random(len(b)) < 0.2)] |= 3  # run-ahead groups
     return b
 
 
