@@ -59,8 +59,9 @@ OPTANE_SOURCE = (
     "fitted to FAST'20 Fig. 2's idle latencies only: a buffer hit 100 ns and a media read "
     "185 ns more (random read 20 + 100 + 185 = 305 ns; a sequential read hits the buffer "
     "three times in four), DRAM 81 ns, a flush reaches the WPQ in 55 ns (store + clwb + "
-    "sfence = 62 ns). Bandwidth, write amplification and size curves are predictions, "
-    "compared by `pmsim validate`")
+    "sfence = 62 ns). No WPQ merging: the DIMM's buffer combines writes to a media line "
+    "instead. Bandwidth, write amplification and size curves are predictions, compared by "
+    "`pmsim validate`")
 
 
 def _optane(domain: str, dimms: int = 6) -> MachineConfig:
@@ -137,7 +138,8 @@ _PROTEUS = ("Proteus (Shin et al., MICRO'17) Table 1, MarssX86 + DRAMsim2: 4 cor
             "1 channel, 16 banks per rank); a flush reaches the WPQ after L3 latency + 4-cycle "
             "L3-MC transfer + 10-cycle MC accept = 56 cycles (16.5 ns). [A]: store and flush "
             "issue 1 cycle, fence 2 cycles. Core: out of order with Table 1's 56-entry StoreQ, "
-            "10 fill buffers [A]; no hardware prefetcher (Table 1 lists none)")
+            "10 fill buffers [A]; no hardware prefetcher (Table 1 lists none); no WPQ merging (the "
+            "paper and the card describe none)")
 
 
 def _loc() -> MachineConfig:
@@ -210,7 +212,8 @@ PRESETS: dict[str, tuple[Callable[[], MachineConfig], str]] = {
                       "the spec card's assumption (L1 32 KB, L2 256 KB, LLC 20 MB) [A]. Core: "
                       "out-of-order Sandy Bridge-EP, PMEP's Xeon E5 (store buffer 36, 10 fill "
                       "buffers; Intel's optimization manual); L2 streamer and adjacent-line "
-                      "prefetcher on (the card's 'prefetch for contiguous slots', §9.2)"),
+                      "prefetcher on (the card's 'prefetch for contiguous slots', §9.2); no WPQ "
+                      "merging (PMEP emulates PM in DRAM)"),
     "marathe-pdom1": (lambda: _marathe("pdom1", 100.0), "as marathe-pdom2 with 100 ns barriers"),
     "marathe-pdom0": (lambda: _marathe("pdom0", 500.0), "as marathe-pdom2 with 500 ns barriers"),
     "proteus-marss": (lambda: _proteus(_ddr3_ns(29), _ddr3_ns(109)),
@@ -236,7 +239,7 @@ PRESETS: dict[str, tuple[Callable[[], MachineConfig], str]] = {
                     "application work per transaction, fitted to Volatile-STM (card §10.6). Core: "
                     "out-of-order Broadwell (store buffer 42, 10 fill buffers; Intel's "
                     "optimization manual); L2 streamer and adjacent-line prefetcher on (the "
-                    "Xeon default)"),
+                    "Xeon default); no WPQ merging (PM is emulated in DRAM)"),
     "nvhtm-xeon": (_nvhtm,
                    "NV-HTM (JPDC'19) §6: Xeon E5-2648L v4 at 1.8 GHz, 14 cores (L1 32 KB, L2 "
                    "256 KB, L3 35 MB per Intel's data sheet, modelled as 32 MB 16-way since "
@@ -244,7 +247,8 @@ PRESETS: dict[str, tuple[Callable[[], MachineConfig], str]] = {
                    "no read-latency model, so PM at DRAM speed (90 ns [A]); the 500 ns flush "
                    "spin is the runtimes' flush_ns option (card §8); no hyper-threading. Core: "
                    "out-of-order Broadwell (store buffer 42, 10 fill buffers; Intel's "
-                   "optimization manual); L2 streamer and adjacent-line prefetcher on"),
+                   "optimization manual); L2 streamer and adjacent-line prefetcher on; no WPQ "
+                   "merging (PM is emulated in DRAM)"),
     "loc-gem5": (_loc,
                  "LOC (ICCD'14) Table I, gem5 at 1 GHz: L1 32 KB 2-way 1 cycle; L2 256 KB 8-way "
                  "8 cycles; LLC 1 MB 16-way 21 cycles; memory 8 banks 168 ns; 4 cores [A]; a "
