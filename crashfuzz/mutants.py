@@ -24,7 +24,7 @@ a request in which no pair is supported.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -112,33 +112,43 @@ def base_result(cls: type, cfg: FuzzConfig) -> tuple[str, str]:
 
 
 def trials(base: FuzzConfig, first: str = "", txs: int = 0,
-           params: tuple[tuple[str, Any], ...] = ()) -> Iterable[FuzzConfig]:
+           params: tuple[tuple[str, Any], ...] = (), prefer: str = "") -> Iterable[FuzzConfig]:
     """The campaigns that try to kill a mutant: ``first`` (its own workload with ``params``,
-    ``txs`` transactions per thread if given), then the matrix's trial workloads."""
+    ``txs`` transactions per thread if given), then the matrix's trial workloads. ``prefer``
+    (a workload among them, e.g. the one that killed the mutant in a committed matrix) moves
+    that campaign to the front, the others keep their order; a name that is not among them
+    changes nothing. Each campaign is the same whatever the order, so a mutant is killed (on
+    some campaign) or survives all of them either way."""
     from pmsim.errors import UnknownNameError
     from pmsim.workloads.base import get_workload
 
-    if first:
-        yield replace(base, workload=first, params=tuple(params), txs=txs or base.txs)
-    for name, params in WORKLOAD_TRIALS:
-        try:
-            cls = get_workload(name)
-        except UnknownNameError:
-            continue
-        fields = getattr(cls.Params, "__dataclass_fields__", {})
-        if all(k in fields for k, _ in params):
-            yield replace(base, workload=name, params=params)
+    def ordered() -> Iterable[FuzzConfig]:
+        if first:
+            yield replace(base, workload=first, params=tuple(params), txs=txs or base.txs)
+        for name, trial_params in WORKLOAD_TRIALS:
+            try:
+                cls = get_workload(name)
+            except UnknownNameError:
+                continue
+            fields = getattr(cls.Params, "__dataclass_fields__", {})
+            if all(k in fields for k, _ in trial_params):
+                yield replace(base, workload=name, params=trial_params)
+
+    cfgs = list(ordered())
+    front = next((i for i, c in enumerate(cfgs) if prefer and c.workload == prefer), 0)
+    yield from cfgs[front:front + 1] + cfgs[:front] + cfgs[front + 1:]
 
 
 def kill_one(mutant: Mutant, domain: str, base: FuzzConfig, runtime: str | None = None,
-             check_base: bool = True) -> KillRow:
+             check_base: bool = True, prefer: str = "") -> KillRow:
     """Fuzz ``mutant`` (registered, loaded by import path, or neither) in ``domain`` on the trial
     workloads until a campaign fails; that campaign is then run on the mutant's base runtime,
     and the row is a kill only if the base passes it. ``runtime``: the string that names the
     mutant (its registered name or import path, found by default), which the campaigns' configs
     carry. ``check_base=False`` skips the base campaign (the row's ``base`` is then "-"): a
     passing base campaign runs to its end, which can cost minutes where the mutant's failure
-    took a second, so quick checks of a kill leave it to the full matrix. Raises
+    took a second, so quick checks of a kill leave it to the full matrix. ``prefer``: a trial
+    workload to try first (see :func:`trials`; killed or not is the same, only sooner). Raises
     :class:`~pmsim.errors.UnsupportedDomainError` for a domain its runtime does not support."""
     t0 = time.perf_counter()
     states = 0
@@ -149,7 +159,7 @@ def kill_one(mutant: Mutant, domain: str, base: FuzzConfig, runtime: str | None 
     (cls or get_runtime(runtime or mutant.base_name)).check_domain(domain)
     for cfg in trials(replace(base, runtime=runtime or mutant.base_name, domain=domain,
                               threads=max(base.threads, mutant.threads), stop_at_first=True),
-                      mutant.workload, mutant.txs, mutant.params):
+                      mutant.workload, mutant.txs, mutant.params, prefer):
         rep = fuzz(cfg, runtime=cls)
         states += rep.states_checked
         last = cfg
@@ -172,12 +182,15 @@ def kill_one(mutant: Mutant, domain: str, base: FuzzConfig, runtime: str | None 
 def kill_matrix(mutants: Sequence[str] | None = None, domains: Sequence[str] = DOMAINS,
                 base: FuzzConfig | None = None,
                 progress: Callable[[KillRow], None] | None = None,
-                check_base: bool = True) -> KillMatrix:
+                check_base: bool = True,
+                prefer: Mapping[tuple[str, str], str] | None = None) -> KillMatrix:
     """Fuzz every mutant (default: all registered) in every domain its runtime supports; one
     row each. A mutant is a registered name or the import path of a module-level Mutant
     (``"my_mutants.py:m"``). Pairs in an unsupported domain are listed in the result's
     ``skipped``; if no pair is supported, the refusal is raised
-    (:class:`~pmsim.errors.UnsupportedDomainError`)."""
+    (:class:`~pmsim.errors.UnsupportedDomainError`). ``prefer``: by (mutant, domain), the trial
+    workload to try first (e.g. the one that killed it in the committed matrix, so that a
+    quick check of a kill does not first run the campaigns it survives)."""
     base = base or FuzzConfig(txs=8, idempotence=2, reduce=False, budget=4096,
                               new_tx=3, new_tx_every_image=True)
     if mutants is None:
@@ -200,7 +213,7 @@ def kill_matrix(mutants: Sequence[str] | None = None, domains: Sequence[str] = D
         f"not run in {d}, which their runtime does not support: {', '.join(ns)} (see "
         "supported_domains)" for d, ns in refused.items()])
     for name, m, d in pairs:
-        row = kill_one(m, d, base, name, check_base)
+        row = kill_one(m, d, base, name, check_base, (prefer or {}).get((name, d), ""))
         rows.append(row)
         if progress:
             progress(row)
