@@ -31,10 +31,13 @@ $(CORE): $(wildcard pmsim/cache/csrc/*) pmsim/cache/_build.py pmsim/cache/stamp.
 demo: $(STAMP_DEMO) $(CORE)
 	$(PY) -m pmsim demo
 
+# --dist worksteal: a worker that runs out of tests takes half of the other's queue, so neither
+# waits idle at the end while the other works through a long queue (the default `load` hands
+# out large chunks of tests near the end).
 test: $(STAMP_TEST) $(CORE)
 	$(PY) -m ruff check pmsim crashfuzz tests benchmarks
 	$(MAKE) --no-print-directory sanitize
-	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --dist worksteal -q $(PYTEST_ARGS)
 
 # Rebuild the C core with AddressSanitizer + UBSan in a scratch copy and run the C-core tests
 # against it (the sanitizer runtime is preloaded into the Python process).
