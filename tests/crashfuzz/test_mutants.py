@@ -22,12 +22,14 @@ from pmsim.runtimes.registry import MUTANTS, get_mutant
 get_mutant("undo:U1")  # registers the built-in runtimes and their mutants
 NAMES = sorted(MUTANTS)
 KILL_MATRIX = Path(__file__).parents[2] / "docs" / "kill-matrix.txt"
-KILLED_BY = {(r["mutant"], r["domain"]): r["workload"] for r in read_kill_matrix(KILL_MATRIX)
-             if r["killed"]}
+KILLED_BY = ({(r["mutant"], r["domain"]): r["workload"] for r in read_kill_matrix(KILL_MATRIX)
+              if r["killed"]} if KILL_MATRIX.exists() else {})
 """The workload whose campaign killed each (mutant, domain) in the committed matrix: the checks
 below try it first (a mutant killed on its fourth workload does not first run three campaigns
 to their end); the other workloads follow in the matrix's order, so a mutant that the recorded
-workload no longer kills is still killed (or survives) exactly as in the full matrix."""
+workload no longer kills is still killed (or survives) exactly as in the full matrix. Empty
+where the docs are not beside the tests (the sanitizer's scratch copy runs only C-core tests);
+test_the_committed_matrix_has_no_kill_that_is_the_bases_own reads the matrix itself."""
 
 
 def test_every_card_mutation_is_registered() -> None:
