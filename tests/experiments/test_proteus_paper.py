@@ -25,7 +25,7 @@ def test_paper_is_registered_with_every_claim() -> None:
     assert [c.id for c in p.claims] == [f"P{i}" for i in range(1, 17)]
     status = {c.id: c.status for c in p.claims}
     assert {k for k, v in status.items() if v == "qualitative"} == {"P6", "P7", "P13"}
-    assert "in order" in next(c for c in p.claims if c.id == "P7").test
+    assert "no out-of-order front end" in next(c for c in p.claims if c.id == "P7").test
 
 
 def test_experiments_have_the_papers_shape() -> None:
