@@ -116,14 +116,28 @@ def _ntstore_body(cpu: Cpu, base: int, access: int, offs: np.ndarray, group: int
     yield from cpu.sync()
 
 
+def _write_lines(cpu: Cpu, kind: str, lines: range) -> None:
+    """One write of ``lines`` without its fence: 'ntstore' (non-temporal stores), 'clwb(every
+    64B)' (each line stored and written back at once), or else every line stored, then every
+    line written back."""
+    if kind == "ntstore":
+        for a in lines:
+            cpu.ntstore(a, 1)
+    elif kind == "clwb(every 64B)":
+        for a in lines:
+            cpu.store(a, 1)
+            cpu.clwb(a)
+    else:
+        for a in lines:
+            cpu.store(a, 1)
+        for a in lines:
+            cpu.clwb(a)
+
+
 def _clwb_body(cpu: Cpu, base: int, access: int, offs: np.ndarray, group: int) -> Generator:
     """Each chunk: one 64 B store per line, clwb of every line, then sfence."""
     for off in offs.tolist():
-        end = base + off + access
-        for a in range(base + off, end, LINE):
-            cpu.store(a, 1)
-        for a in range(base + off, end, LINE):
-            cpu.clwb(a)
+        _write_lines(cpu, "store+clwb", range(base + off, base + off + access, LINE))
         cpu.sfence()
         yield from cpu.maybe_yield()
     yield from cpu.sync()
@@ -195,14 +209,7 @@ def persist_latency(name: str, kind: str, size: int, reps: int, seed: int) -> fl
             cpu.load_many(list(lines))
         cpu.work(20000.0)
         t = cpu.clock
-        if kind == "ntstore":
-            for a in lines:
-                cpu.ntstore(a, 1)
-        else:
-            for a in lines:
-                cpu.store(a, 1)
-            for a in lines:
-                cpu.clwb(a)
+        _write_lines(cpu, kind, lines)
         cpu.sfence()
         total += cpu.clock - t
     return total / reps
@@ -219,19 +226,7 @@ def fence_interval(name: str, kind: str, interval: int, total: int, seed: int) -
     total = max(total, interval)
     t = cpu.clock
     for start in range(0, total, interval):
-        lines = range(start % PM_BYTES, start % PM_BYTES + interval, LINE)
-        if kind == "ntstore":
-            for a in lines:
-                cpu.ntstore(a, 1)
-        elif kind == "clwb(every 64B)":
-            for a in lines:
-                cpu.store(a, 1)
-                cpu.clwb(a)
-        else:
-            for a in lines:
-                cpu.store(a, 1)
-            for a in lines:
-                cpu.clwb(a)
+        _write_lines(cpu, kind, range(start % PM_BYTES, start % PM_BYTES + interval, LINE))
         cpu.sfence()
     return total / (cpu.clock - t)
 

@@ -230,43 +230,34 @@ class CEngine:
             return op
 
         f_load, f_cas, f_xchg = lib.pm_load, lib.pm_cas, lib.pm_xchg
-        f_many = lib.pm_load_many
+        f_many, f_ahead = lib.pm_load_many, lib.pm_run_ahead
         ffi = self._ffi
+
+        def grouped(tid: int, addrs: list[int], values: bool) -> Any:
+            """One call of pm_load_many (values) or pm_run_ahead, errors as the reference's."""
+            n = len(addrs)
+            out = ffi.new("uint64_t[]", n) if values else None
+            try:
+                arr = ffi.new("uint64_t[]", addrs)
+                code = f_many(m, tid, arr, n, out) if values else f_ahead(m, tid, arr, n)
+            except (OverflowError, TypeError):
+                for a in addrs:
+                    diagnose(tid, a)
+                raise
+            if code:
+                if code != lib.PM_ERR_NOMEM:
+                    for a in addrs:
+                        diagnose(tid, a)
+                fail(code, tid, None)
+            return out
 
         def load_many(tid: int, addrs: list[int]) -> list[int]:
             """Independent loads (see PyEngine.load_many)."""
-            n = len(addrs)
-            out = ffi.new("uint64_t[]", n)
-            try:
-                code = f_many(m, tid, ffi.new("uint64_t[]", addrs), n, out)
-            except (OverflowError, TypeError):
-                for a in addrs:
-                    diagnose(tid, a)
-                raise
-            if code:
-                if code == lib.PM_ERR_NOMEM:
-                    fail(code, tid, None)
-                for a in addrs:
-                    diagnose(tid, a)
-                fail(code, tid, None)
-            return list(out)
-
-        f_ahead = lib.pm_run_ahead
+            return list(grouped(tid, addrs, True))
 
         def run_ahead(tid: int, addrs: list[int]) -> None:
             """The misses of ``load_many`` without values (see PyEngine.run_ahead)."""
-            try:
-                code = f_ahead(m, tid, ffi.new("uint64_t[]", addrs), len(addrs))
-            except (OverflowError, TypeError):
-                for a in addrs:
-                    diagnose(tid, a)
-                raise
-            if code:
-                if code == lib.PM_ERR_NOMEM:
-                    fail(code, tid, None)
-                for a in addrs:
-                    diagnose(tid, a)
-                fail(code, tid, None)
+            grouped(tid, addrs, False)
 
         def load(tid: int, addr: int) -> int:
             if addr.__class__ is not int:
