@@ -110,7 +110,8 @@ struct pm_machine {
     uint32_t *xpb_fill;
     uint64_t *rng;
     double *chan_free;   /* when each DIMM has accepted every write given to it */
-    int64_t *cal_tag;    /* 2 x ndimm calendars x PM_CAL_BUCKETS: the bucket each cell holds */
+    int64_t *cal_tag;    /* 2 x dimms calendars x PM_CAL_BUCKETS (none without the DIMM model):
+                            the bucket each cell holds */
     double *cal_used;    /* ... and the ns booked in it */
     double cal_w;        /* ns per bucket */
     uint32_t ndimm;      /* max(1, dimms) */
@@ -1584,7 +1585,7 @@ static void timing_reset(pm_machine *m)
         m->rng[d] = dimm_seed(c->seed, d);
         m->chan_free[d] = 0.0;
     }
-    for (size_t i = 0; i < 2 * nd * PM_CAL_BUCKETS; i++) {
+    for (size_t i = 0; i < 2 * (size_t)c->dimms * PM_CAL_BUCKETS; i++) {
         m->cal_tag[i] = -1;
         m->cal_used[i] = 0.0;
     }
@@ -1632,8 +1633,10 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->xpb_fill = calloc(nd, sizeof(uint32_t));
     m->rng = calloc(nd, sizeof(uint64_t));
     m->chan_free = calloc(nd, sizeof(double));
-    m->cal_tag = calloc(2 * nd * PM_CAL_BUCKETS, sizeof(int64_t));
-    m->cal_used = calloc(2 * nd * PM_CAL_BUCKETS, sizeof(double));
+    /* calendars only with the DIMM model (one bucket otherwise: calloc(0) may be NULL) */
+    size_t ncal = cfg->dimms ? 2 * (size_t)cfg->dimms * PM_CAL_BUCKETS : 1;
+    m->cal_tag = calloc(ncal, sizeof(int64_t));
+    m->cal_used = calloc(ncal, sizeof(double));
     {
         double w = cfg->media_read_occ_ns;
         if (cfg->media_write_ns > w)

@@ -281,8 +281,8 @@ class PyEngine:
         # writes): per DIMM, CAL_BUCKETS buckets of cal_w ns, each the bucket number it holds
         # and the ns of work booked in it
         self.cal_w = 2.0 * max(dm.media_read_occ_ns, dm.media_write_ns, cfg.pm.write_ns, 1.0)
-        self.cal_tag = [[-1] * CAL_BUCKETS for _ in range(2 * n)]
-        self.cal_used = [[0.0] * CAL_BUCKETS for _ in range(2 * n)]
+        self.cal_tag = [[-1] * CAL_BUCKETS for _ in range(2 * dm.dimms)]
+        self.cal_used = [[0.0] * CAL_BUCKETS for _ in range(2 * dm.dimms)]
 
     def _book(self, cal: int, t: float, occ: float) -> float:
         """Book ``occ`` ns of calendar ``cal`` (2d: DIMM d's channel, 2d+1: its media) at or
