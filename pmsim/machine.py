@@ -29,7 +29,7 @@ from __future__ import annotations
 import inspect
 import math
 import os
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Sequence
 from functools import partial
 from typing import Any
 
@@ -88,6 +88,8 @@ class Cpu:
         self.load_many: Callable[[list[int]], list[int]] = partial(e.load_many, tid)
         self.run_ahead: Callable[[list[int]], None] = partial(e.run_ahead, tid)
         self.store: Callable[[int, int], None] = partial(e.store, tid)
+        self.store_words: Callable[[int, Sequence[int]], None] = partial(e.store_words, tid)
+        self.clwb_many: Callable[[Sequence[int]], None] = partial(e.clwb_many, tid)
         self.ntstore: Callable[[int, int], None] = partial(e.ntstore, tid)
         self.clflush: Callable[[int], None] = partial(e.clflush, tid)
         self.clflushopt: Callable[[int], None] = partial(e.clflushopt, tid)
@@ -118,6 +120,7 @@ class Cpu:
         if log is None:
             self.load, self.cas, self.xchg, self.store, self.ntstore = ld, cas, xchg, st, nt
             self.load_many = many
+            self.store_words = partial(e.store_words, tid)
             return
         base, size = self.machine._pm_base, self.machine._pm_size
 
@@ -133,6 +136,7 @@ class Cpu:
         self.load, self.cas, self.xchg = (logged(ld, log.read), logged(cas, log.read, log.wrote),
                                           logged(xchg, log.read, log.wrote))
         self.store, self.ntstore = logged(st, log.wrote), logged(nt, log.wrote)
+        self.store_words = self._store_words_each
 
         def logged_many(addrs: list[int]) -> list[int]:
             for a in addrs:
@@ -183,8 +187,8 @@ class Cpu:
         lock.release(req)
 
     # -- wider accesses -----------------------------------------------------------------------
-    def store_words(self, addr: int, words: Iterable[int]) -> None:
-        """Store consecutive 8-byte words starting at ``addr``."""
+    def _store_words_each(self, addr: int, words: Iterable[int]) -> None:
+        """``store_words`` one ``store`` at a time (while a read log watches the stores)."""
         st = self.store
         for i, w in enumerate(words):
             st(addr + 8 * i, w)

@@ -120,6 +120,7 @@ class _Without:
         self._cpu = cpu
         if flushes:
             self.clwb = self.clflushopt = self.clflush = self.flush_range = _nop
+            self.clwb_many = _nop
         if fences:
             self.sfence = self.mfence = self.pcommit = self.persist_barrier = _nop
 
@@ -144,11 +145,19 @@ class _Recorder:
     def store(self, addr: int, value: int) -> None:
         self._rec("store", addr, value)
 
+    def store_words(self, addr: int, words: Iterable[int]) -> None:
+        for i, w in enumerate(words):
+            self._rec("store", addr + 8 * i, w)
+
     def ntstore(self, addr: int, value: int) -> None:
         self._rec("ntstore", addr, value)
 
     def clwb(self, line: int) -> None:
         self._rec("clwb", line)
+
+    def clwb_many(self, lines: Iterable[int]) -> None:
+        for line in lines:
+            self._rec("clwb", line)
 
     def clflushopt(self, line: int) -> None:
         self._rec("clflushopt", line)
@@ -353,9 +362,7 @@ class PersistSteps:
         if self._no_flush is not None:
             return
         if self.hook is None:
-            fl = cpu.clwb
-            for line in lines:
-                fl(line)
+            cpu.clwb_many(lines)
             return
         with self.hook.step(cpu, name) as c:
             for line in lines:

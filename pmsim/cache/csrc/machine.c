@@ -1796,6 +1796,33 @@ int pm_store(pm_machine *m, int tid, uint64_t addr, uint64_t value)
     return do_store(m, tid, addr, value);
 }
 
+int pm_store_words(pm_machine *m, int tid, uint64_t addr, const uint64_t *vals, size_t n,
+                   size_t *done)
+{
+    for (size_t i = 0; i < n; i++) {
+        int code = do_store(m, tid, addr + 8 * i, vals[i]);
+        if (code) {
+            *done = i;
+            return code;
+        }
+    }
+    *done = n;
+    return 0;
+}
+
+int pm_clwb_many(pm_machine *m, int tid, const uint64_t *addrs, size_t n, size_t *done)
+{
+    for (size_t i = 0; i < n; i++) {
+        int code = do_flush(m, tid, addrs[i], EV_CLWB);
+        if (code) {
+            *done = i;
+            return code;
+        }
+    }
+    *done = n;
+    return 0;
+}
+
 int pm_ntstore(pm_machine *m, int tid, uint64_t addr, uint64_t value)
 {
     return do_ntstore(m, tid, addr, value);

@@ -125,6 +125,13 @@ int pm_load_many(pm_machine *m, int tid, const uint64_t *addrs, size_t n, uint64
    no transactional tracking; nothing on the in-order core or in functional mode. */
 int pm_run_ahead(pm_machine *m, int tid, const uint64_t *addrs, size_t n);
 int pm_store(pm_machine *m, int tid, uint64_t addr, uint64_t value);
+/* Stores of vals[0..n) to consecutive words from addr, in order (PyEngine.store_words): one
+   call for what n pm_store calls do. On an error *done is the index of the failing store and
+   the stores before it have run. */
+int pm_store_words(pm_machine *m, int tid, uint64_t addr, const uint64_t *vals, size_t n,
+                   size_t *done);
+/* clwb of addrs[0..n) in order (PyEngine.clwb_many); *done as for pm_store_words. */
+int pm_clwb_many(pm_machine *m, int tid, const uint64_t *addrs, size_t n, size_t *done);
 int pm_ntstore(pm_machine *m, int tid, uint64_t addr, uint64_t value);
 /* A device write (Proteus/ATOM memory controller): PM and trace only; PM addresses only. */
 int pm_devwrite(pm_machine *m, int tid, uint64_t addr, uint64_t value, uint32_t drained);

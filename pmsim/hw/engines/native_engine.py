@@ -130,6 +130,8 @@ class CEngine:
     load_many: Callable[[int, list[int]], list[int]]
     run_ahead: Callable[[int, list[int]], None]
     store: Callable[[int, int, int], None]
+    store_words: Callable[[int, int, Any], None]
+    clwb_many: Callable[[int, Any], None]
     ntstore: Callable[[int, int, int], None]
     clflush: Callable[[int, int], None]
     clflushopt: Callable[[int, int], None]
@@ -443,14 +445,56 @@ class CEngine:
                 fail(err(m), tid, None)
             return v
 
+        f_words, f_clwbs = lib.pm_store_words, lib.pm_clwb_many
+        done = ffi.new("size_t *")
+        store1 = with_value(lib.pm_store)
+        clwb1 = with_addr(lib.pm_clwb, True)
+
+        def store_words(tid: int, addr: int, values: Any) -> None:
+            """PyEngine.store_words in one call; anything the call cannot take (a non-int
+            word or address, a bad thread) runs word by word, for the same effect and error."""
+            if values.__class__ is not list:
+                values = list(values)
+            if addr.__class__ is int:
+                try:
+                    code = f_words(m, tid, addr, values, len(values), done)
+                except (OverflowError, TypeError):
+                    code = -1
+                if not code:
+                    return
+                if code > 0:
+                    a = addr + 8 * done[0]
+                    diagnose(tid, a, False, ("value", values[done[0]]))
+                    fail(code, tid, a)
+            for i, v in enumerate(values):
+                store1(tid, addr + 8 * i, v)
+
+        def clwb_many(tid: int, addrs: Any) -> None:
+            """PyEngine.clwb_many in one call (fallback and errors as store_words)."""
+            if addrs.__class__ is not list:
+                addrs = list(addrs)
+            try:
+                code = f_clwbs(m, tid, addrs, len(addrs), done)
+            except (OverflowError, TypeError):
+                code = -1
+            if not code:
+                return
+            if code > 0:
+                a = addrs[done[0]]
+                diagnose(tid, a, True)
+                fail(code, tid, a, True)
+            for a in addrs:
+                clwb1(tid, a)
+
+        self.store_words, self.clwb_many = store_words, clwb_many
         self.xbegin, self.xend, self.xabort, self.xstatus, self.rdtsc = (
             xbegin, xend, xabort, xstatus, rdtsc)
         self.load, self.cas, self.xchg, self.load_many = load, cas, xchg, load_many
         self.run_ahead = run_ahead
-        self.store, self.ntstore = with_value(lib.pm_store), with_value(lib.pm_ntstore)
+        self.store, self.ntstore = store1, with_value(lib.pm_ntstore)
         self.clflush = with_addr(lib.pm_clflush, True)
         self.clflushopt = with_addr(lib.pm_clflushopt, True)
-        self.clwb = with_addr(lib.pm_clwb, True)
+        self.clwb = clwb1
         self.sfence, self.mfence = no_addr(lib.pm_sfence), no_addr(lib.pm_mfence)
         self.pcommit, self.persist_barrier = no_addr(lib.pm_pcommit), no_addr(lib.pm_persist_barrier)
         self.work, self.mark, self.devwrite = work, mark, devwrite

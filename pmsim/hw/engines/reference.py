@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -212,7 +213,25 @@ class Memory:
         return self.arrays[self.pm_index]
 
 
-class PyEngine:
+class WideOps:
+    """Instructions over many words or lines in one call, defined by the single ones: the C
+    engine runs each in one call across the boundary, with exactly the same effect and the same
+    error at the same element (the earlier elements have run)."""
+
+    def store_words(self, tid: int, addr: int, values: Sequence[int]) -> None:
+        """``store`` of ``values[i]`` at ``addr + 8 * i``, in order."""
+        st = self.store  # type: ignore[attr-defined]
+        for i, v in enumerate(values):
+            st(tid, addr + 8 * i, v)
+
+    def clwb_many(self, tid: int, addrs: Sequence[int]) -> None:
+        """``clwb`` of each address, in order."""
+        fl = self.clwb  # type: ignore[attr-defined]
+        for a in addrs:
+            fl(tid, a)
+
+
+class PyEngine(WideOps):
     """The reference engine. Every method takes the thread id first."""
 
     backend = "python"
@@ -1151,7 +1170,7 @@ FUNCTIONAL_COUNTERS = ("loads", "stores", "ntstores", "rmws", "clflush", "clflus
 """The statistics the functional engines keep (the rest stay zero)."""
 
 
-class FunctionalEngine:
+class FunctionalEngine(WideOps):
     """The untimed reference engine: memory, values, counters and trace without the memory
     system (see the module docstring). Every method takes the thread id first."""
 

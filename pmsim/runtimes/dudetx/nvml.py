@@ -64,6 +64,11 @@ class _ClflushCpu:
 
     clflushopt = clwb
 
+    def clwb_many(self, lines: Iterable[int]) -> None:
+        fl = self._cpu.clflush
+        for line in lines:
+            fl(line)
+
 
 class ClflushSteps:
     """Mixin for a runtime whose every named flush is a CLFLUSH (its steps and the ones it

@@ -69,6 +69,11 @@ _MEMO: dict[tuple[Any, tuple[int, ...]], int] = {}
 """(checksum method, record words) -> checksum: recovery verifies the same records in many
 crash images. Keyed by the method, so a mutant's replacement is memoised apart."""
 _MEMO_MAX = 1 << 14
+_APPEND_STEPS = ("undo.append.record", "undo.append.checksum", "undo.append.flush",
+                 "undo.append.tail")
+_COMMIT_STEPS = ("undo.commit.record", "undo.commit.checksum", "undo.commit.flush",
+                 "undo.commit.tail")
+"""The steps of appending a data record and the COMMIT record (record, checksum, flush, tail)."""
 
 
 class UndoTx(Tx):
@@ -213,17 +218,16 @@ class UndoRuntime(Runtime):
             if n > self.first_words[tx.tid]:
                 self.order(cpu, "undo.append.order-header")
             self.first_words[tx.tid] = n
-        with self.step(cpu, f"undo.{phase}.record") as c:
-            st = c.store
-            for i, w in enumerate(words):
-                st(rec + 8 * i, w)
+        names = _COMMIT_STEPS if commit else _APPEND_STEPS
+        with self.step(cpu, names[0]) as c:
+            c.store_words(rec, words)
         if not self.two_pb:
             if commit:
                 cpu.mark(Mark.TX_COMMIT, tx.txid)
-            with self.step(cpu, f"undo.{phase}.checksum") as c:
+            with self.step(cpu, names[1]) as c:
                 c.work(self.costs.checksum_ns_per_byte * 8 * len(words))
                 c.store(rec + 8 * len(words), self.checksum(words))
-        self.flush(cpu, f"undo.{phase}.flush", lines_of(rec, end - rec))
+        self.flush(cpu, names[2], lines_of(rec, end - rec))
         hdr = self.layout.desc[tx.tid]
         if self.two_pb:
             self.pb(cpu, "undo.commit.pb1" if commit else "undo.append.pb")
@@ -231,7 +235,7 @@ class UndoRuntime(Runtime):
                 cpu.mark(Mark.TX_COMMIT, tx.txid)
         else:
             self.pb(cpu, "undo.commit.pb2" if commit else "undo.append.pb")
-        with self.step(cpu, f"undo.{phase}.tail") as c:
+        with self.step(cpu, names[3]) as c:
             c.store(hdr + 8 * H_TAIL, end)
             c.clwb(hdr)
         if self.two_pb:
@@ -243,17 +247,13 @@ class UndoRuntime(Runtime):
         cpu.work(self.costs.call_ns)
         n = len(values)
         if obj in tx.fresh:
-            st = cpu.store
-            for i, v in enumerate(values):
-                st(addr + 8 * i, v)
+            cpu.store_words(addr, values)
             tx.dirty.update(lines_of(addr, 8 * n))
             return
         old = cpu.load_words(addr, n)
         self._append(tx, [SENTINEL, tx.version, addr, (DATA << 56) | n, *old], "append")
         with self.step(cpu, "undo.write.in-place") as c:
-            st = c.store
-            for i, v in enumerate(values):
-                st(addr + 8 * i, v)
+            c.store_words(addr, values)
         self.flush(cpu, "undo.write.flush", lines_of(addr, 8 * n))
         tx.records.append((addr, old))
         tx.writes += 1

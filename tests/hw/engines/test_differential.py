@@ -48,6 +48,7 @@ UNMAPPED = (0x0, PM_BASE + PM_LINES * 64, 0x200000)
 
 # pseudo-ops of the individual-call path (not batch op codes)
 RESET_VOLATILE, RESET_TRACE, SET_CLOCK, LOAD_MANY, RUN_AHEAD = 100, 101, 102, 103, 104
+STORE_WORDS, CLWB_MANY = 105, 106
 VALUE_OPS = (ref.OP_LOAD, ref.OP_CAS, ref.OP_XCHG)
 
 
@@ -122,6 +123,17 @@ def ops(draw: Any, cores: int, errors: bool = False, pseudo: bool = False) -> tu
         if errors and group and draw(st.integers(0, 4)) == 0:
             group[draw(st.integers(0, len(group) - 1))] = draw(bad_addresses())
         return (draw(st.sampled_from([LOAD_MANY, RUN_AHEAD])), tid, tuple(group), 0, 0)
+    if draw(st.integers(0, 12)) == 0:  # the wide instructions: one call for many
+        if draw(st.booleans()):
+            addr = draw(addresses())
+            words = draw(st.lists(values, max_size=10))
+            if errors and words and draw(st.integers(0, 4)) == 0:
+                addr = draw(bad_addresses())
+            return (STORE_WORDS, tid, addr, tuple(words), 0)
+        lines = draw(st.lists(addresses(aligned=False), max_size=6))
+        if errors and lines and draw(st.integers(0, 4)) == 0:
+            lines[draw(st.integers(0, len(lines) - 1))] = draw(st.sampled_from(UNMAPPED))
+        return (CLWB_MANY, tid, tuple(lines), 0, 0)
     if pseudo and draw(st.integers(0, 40)) == 0:
         kind = draw(st.sampled_from([RESET_VOLATILE, RESET_TRACE, SET_CLOCK]))
         return (kind, tid, 0, 0, draw(work_ns))
@@ -167,6 +179,10 @@ def call(e: Any, o: tuple) -> Any:
             return [int(v) for v in e.load_many(tid, list(addr))]
         if kind == RUN_AHEAD:
             return e.run_ahead(tid, list(addr))
+        if kind == STORE_WORDS:
+            return e.store_words(tid, addr, list(value))
+        if kind == CLWB_MANY:
+            return e.clwb_many(tid, list(addr))
         if kind == ref.OP_CAS:
             return e.cas(tid, addr, value, arg)
         if kind == ref.OP_XCHG:
