@@ -90,6 +90,7 @@ class Cpu:
         self.store: Callable[[int, int], None] = partial(e.store, tid)
         self.store_words: Callable[[int, Sequence[int]], None] = partial(e.store_words, tid)
         self.clwb_many: Callable[[Sequence[int]], None] = partial(e.clwb_many, tid)
+        self.load_words: Callable[[int, int], list[int]] = partial(e.load_words, tid)
         self.ntstore: Callable[[int, int], None] = partial(e.ntstore, tid)
         self.clflush: Callable[[int], None] = partial(e.clflush, tid)
         self.clflushopt: Callable[[int], None] = partial(e.clflushopt, tid)
@@ -121,6 +122,7 @@ class Cpu:
             self.load, self.cas, self.xchg, self.store, self.ntstore = ld, cas, xchg, st, nt
             self.load_many = many
             self.store_words = partial(e.store_words, tid)
+            self.load_words = partial(e.load_words, tid)
             return
         base, size = self.machine._pm_base, self.machine._pm_size
 
@@ -137,6 +139,7 @@ class Cpu:
                                           logged(xchg, log.read, log.wrote))
         self.store, self.ntstore = logged(st, log.wrote), logged(nt, log.wrote)
         self.store_words = self._store_words_each
+        self.load_words = self._load_words_each
 
         def logged_many(addrs: list[int]) -> list[int]:
             for a in addrs:
@@ -146,6 +149,14 @@ class Cpu:
             return many(addrs)
 
         self.load_many = logged_many
+
+    def __enter__(self) -> Cpu:
+        """A Cpu is the context of a persist step when no hook watches the steps (see
+        PersistSteps.step): ``with self.step(cpu, name) as c`` then costs no object."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
     # -- time --------------------------------------------------------------------------------
     @property
@@ -193,9 +204,8 @@ class Cpu:
         for i, w in enumerate(words):
             st(addr + 8 * i, w)
 
-    def load_words(self, addr: int, n: int) -> list[int]:
-        """Load consecutive 8-byte words: independent loads (on an out-of-order core their
-        misses overlap; see CoreConfig)."""
+    def _load_words_each(self, addr: int, n: int) -> list[int]:
+        """``load_words`` through ``load_many`` (while a read log watches the loads)."""
         n = _count(n, "load_words: n")
         return self.load_many([addr + 8 * i for i in range(n)])
 

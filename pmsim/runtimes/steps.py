@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..errors import ConfigError
+from ..machine import Cpu
 
 KINDS = ("pb", "fence", "order", "flush", "store", "group", "edge")
 """What a step issues: a persist barrier, a fence, an ordering point (a fence where the WPQ is in
@@ -373,7 +374,7 @@ class PersistSteps:
         if self._no_flush is not None:
             cpu = self._cpu_for(cpu)
         if self.hook is None:
-            return nullcontext(cpu)
+            return cpu if cpu.__class__ is Cpu else nullcontext(cpu)  # a Cpu is its own context
         return self.hook.step(cpu, name)
 
     def dropped(self, name: str) -> bool:

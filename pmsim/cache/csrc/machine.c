@@ -1785,6 +1785,21 @@ int pm_load_many(pm_machine *m, int tid, const uint64_t *addrs, size_t n, uint64
     return do_load_many(m, tid, addrs, 1, n, out, &bad, 1);
 }
 
+int pm_load_words(pm_machine *m, int tid, uint64_t addr, size_t n, uint64_t *out)
+{
+    uint64_t local[64] = {0};
+    uint64_t *addrs = n <= 64 ? local : malloc(n * sizeof *addrs);
+    if (addrs == NULL)
+        return PM_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        addrs[i] = addr + 8 * i;
+    size_t bad;
+    int code = do_load_many(m, tid, addrs, 1, n, out, &bad, 1);
+    if (addrs != local)
+        free(addrs);
+    return code;
+}
+
 int pm_run_ahead(pm_machine *m, int tid, const uint64_t *addrs, size_t n)
 {
     size_t bad;

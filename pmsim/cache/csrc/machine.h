@@ -121,6 +121,8 @@ uint64_t pm_load(pm_machine *m, int tid, uint64_t addr);
 /* Independent loads (PyEngine.load_many): out[i] = the word at addrs[i]. Every address and
    the thread are checked first: on an error nothing has run. */
 int pm_load_many(pm_machine *m, int tid, const uint64_t *addrs, size_t n, uint64_t *out);
+/* pm_load_many of the n consecutive words from addr (PyEngine.load_words). */
+int pm_load_words(pm_machine *m, int tid, uint64_t addr, size_t n, uint64_t *out);
 /* PyEngine.run_ahead: the misses of pm_load_many, timed, with no values, no loads counted and
    no transactional tracking; nothing on the in-order core or in functional mode. */
 int pm_run_ahead(pm_machine *m, int tid, const uint64_t *addrs, size_t n);

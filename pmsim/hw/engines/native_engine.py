@@ -131,6 +131,7 @@ class CEngine:
     run_ahead: Callable[[int, list[int]], None]
     store: Callable[[int, int, int], None]
     store_words: Callable[[int, int, Any], None]
+    load_words: Callable[[int, int, int], list[int]]
     clwb_many: Callable[[int, Any], None]
     ntstore: Callable[[int, int, int], None]
     clflush: Callable[[int, int], None]
@@ -256,6 +257,27 @@ class CEngine:
         def load_many(tid: int, addrs: list[int]) -> list[int]:
             """Independent loads (see PyEngine.load_many)."""
             return list(grouped(tid, addrs, True))
+
+        f_words_ld, unpack = lib.pm_load_words, ffi.unpack
+        buf = [ffi.new("uint64_t[]", 64), 64]  # the values' buffer, grown as needed
+
+        def load_words(tid: int, addr: int, n: int) -> list[int]:
+            """PyEngine.load_words in one call without an address list; anything the call
+            cannot take goes the reference's way (load_many), for the same errors."""
+            if addr.__class__ is int and n.__class__ is int and n >= 0:
+                if n > buf[1]:
+                    buf[0], buf[1] = ffi.new("uint64_t[]", n), n
+                out = buf[0]
+                try:
+                    code = f_words_ld(m, tid, addr, n, out)
+                except (OverflowError, TypeError):
+                    code = -1
+                if not code:
+                    return unpack(out, n)
+                if code == lib.PM_ERR_NOMEM:
+                    fail(code, tid, None)
+            n = as_int(n, "load_words: n", valid="an int >= 0")
+            return load_many(tid, [addr + 8 * i for i in range(n)])
 
         def run_ahead(tid: int, addrs: list[int]) -> None:
             """The misses of ``load_many`` without values (see PyEngine.run_ahead)."""
@@ -486,7 +508,7 @@ class CEngine:
             for a in addrs:
                 clwb1(tid, a)
 
-        self.store_words, self.clwb_many = store_words, clwb_many
+        self.store_words, self.clwb_many, self.load_words = store_words, clwb_many, load_words
         self.xbegin, self.xend, self.xabort, self.xstatus, self.rdtsc = (
             xbegin, xend, xabort, xstatus, rdtsc)
         self.load, self.cas, self.xchg, self.load_many = load, cas, xchg, load_many

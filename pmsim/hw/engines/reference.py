@@ -224,6 +224,11 @@ class WideOps:
         for i, v in enumerate(values):
             st(tid, addr + 8 * i, v)
 
+    def load_words(self, tid: int, addr: int, n: int) -> list[int]:
+        """``load_many`` of the ``n`` consecutive words from ``addr``."""
+        n = as_int(n, "load_words: n", valid="an int >= 0")
+        return self.load_many(tid, [addr + 8 * i for i in range(n)])  # type: ignore[attr-defined]
+
     def clwb_many(self, tid: int, addrs: Sequence[int]) -> None:
         """``clwb`` of each address, in order."""
         fl = self.clwb  # type: ignore[attr-defined]

@@ -77,9 +77,7 @@ class CowTx(Tx):
         cpu = self.cpu
         cpu.work(self.rt.costs.call_ns)
         p = self.open(obj, True) + 8 * field
-        st = cpu.store
-        for i, v in enumerate(values):
-            st(p + 8 * i, v)
+        cpu.store_words(p, values)
         if obj in self.fresh:
             self.dirty.update(lines_of(p, 8 * len(values)))
         else:

@@ -151,10 +151,8 @@ class RedoRuntime(Runtime):
         cpu.work(c.call_ns)
         n = len(values)
         home = obj + 8 + 8 * field
-        st = cpu.store
         if obj in tx.fresh:
-            for i, v in enumerate(values):
-                st(home + 8 * i, v)
+            cpu.store_words(home, values)
             tx.dirty.update(lines_of(home, 8 * n))
             return
         h = cpu.load(obj)
@@ -169,9 +167,7 @@ class RedoRuntime(Runtime):
         vals = list(values)
         words = [home, n, chain[-1][2] if chain else 0, *vals]
         with self.step(cpu, "redo.append.record") as s:
-            st = s.store
-            for i, w in enumerate(words):
-                st(rec + 8 * i, w)
+            s.store_words(rec, words)
         self.flush(cpu, "redo.append.flush", lines_of(rec, end - rec))
         cpu.work(c.hash_insert_ns)
         chain.append((field, vals, rec))
@@ -210,12 +206,11 @@ class RedoRuntime(Runtime):
     def _write_back(self, cpu: Any, records: Sequence[tuple[int, Sequence[int]]], step: str) -> None:
         """Copy records to their home locations oldest -> newest and flush the home lines."""
         with self.step(cpu, step) as c:
-            st = c.store
+            st = c.store_words
             lines: dict[int, None] = {}
             nbytes = 0
             for home, vals in records:
-                for i, v in enumerate(vals):
-                    st(home + 8 * i, v)
+                st(home, vals)
                 lines.update(dict.fromkeys(lines_of(home, 8 * len(vals))))
                 nbytes += 8 * len(vals)
             c.work(self.costs.copy_ns_per_byte * nbytes)

@@ -48,7 +48,7 @@ UNMAPPED = (0x0, PM_BASE + PM_LINES * 64, 0x200000)
 
 # pseudo-ops of the individual-call path (not batch op codes)
 RESET_VOLATILE, RESET_TRACE, SET_CLOCK, LOAD_MANY, RUN_AHEAD = 100, 101, 102, 103, 104
-STORE_WORDS, CLWB_MANY = 105, 106
+STORE_WORDS, CLWB_MANY, LOAD_WORDS = 105, 106, 107
 VALUE_OPS = (ref.OP_LOAD, ref.OP_CAS, ref.OP_XCHG)
 
 
@@ -126,6 +126,11 @@ def ops(draw: Any, cores: int, errors: bool = False, pseudo: bool = False) -> tu
     if draw(st.integers(0, 12)) == 0:  # the wide instructions: one call for many
         if draw(st.booleans()):
             addr = draw(addresses())
+            if errors and draw(st.integers(0, 4)) == 0:
+                addr = draw(bad_addresses())
+            return (LOAD_WORDS, tid, addr, draw(st.integers(0, 12)), 0)
+        if draw(st.booleans()):
+            addr = draw(addresses())
             words = draw(st.lists(values, max_size=10))
             if errors and words and draw(st.integers(0, 4)) == 0:
                 addr = draw(bad_addresses())
@@ -183,6 +188,8 @@ def call(e: Any, o: tuple) -> Any:
             return e.store_words(tid, addr, list(value))
         if kind == CLWB_MANY:
             return e.clwb_many(tid, list(addr))
+        if kind == LOAD_WORDS:
+            return [int(v) for v in e.load_words(tid, addr, value)]
         if kind == ref.OP_CAS:
             return e.cas(tid, addr, value, arg)
         if kind == ref.OP_XCHG:
