@@ -33,10 +33,16 @@ from typing import Any, Literal
 from ..errors import ConfigError, PmsimError, unknown
 from .plots import Figure
 
-Verdict = Literal["holds", "differs", "not modelled", "not run"]
-VERDICTS: tuple[str, ...] = ("holds", "differs", "not modelled", "not run")
-Status = Literal["reproducible", "qualitative", "out of reach"]
-STATUSES: tuple[str, ...] = ("reproducible", "qualitative", "out of reach")
+Verdict = Literal["holds", "differs", "scale-limited", "not modelled", "not run",
+                  "self-check ok", "self-check fails"]
+VERDICTS: tuple[str, ...] = ("holds", "differs", "scale-limited", "not modelled", "not run",
+                             "self-check ok", "self-check fails")
+"""Every verdict a scoreboard row can carry. **scale-limited**: the run did not reach the regime
+the claim is about (a vlog that never fills, fewer threads than the paper's), so the predicate
+could not have failed; **self-check ok/fails**: a claim that checks pmsim's own implementation
+(two names for one runtime, an invariant), not a result of the paper."""
+Status = Literal["reproducible", "qualitative", "out of reach", "self-check"]
+STATUSES: tuple[str, ...] = ("reproducible", "qualitative", "out of reach", "self-check")
 
 POINT_KEYS = ("paper", "experiment", "runtime", "workload", "preset", "threads", "txs", "warmup",
               "seed", "params", "machine")
@@ -90,30 +96,41 @@ def fmt_interval(interval: tuple[float, float]) -> str:
 
 @dataclass(frozen=True)
 class Finding:
-    """What a claim's predicate found: the verdict ("holds" or "differs"), a short summary of
-    the measured values, and for "differs" one sentence saying why."""
+    """What a claim's predicate found: the verdict ("holds", "differs" or "scale-limited"),
+    a short summary of the measured values, and for "differs" and "scale-limited" one sentence
+    saying why (for "scale-limited": which regime the run did not reach)."""
 
     verdict: Verdict
     measured: str
     why: str = ""
 
     def __post_init__(self) -> None:
-        if self.verdict not in ("holds", "differs"):
-            raise ConfigError(f"a predicate's verdict is 'holds' or 'differs', not "
-                              f"{self.verdict!r}")
-        if self.verdict == "differs" and not self.why.strip():
-            raise ConfigError(f"a 'differs' finding needs an explanation (measured: "
+        if self.verdict not in ("holds", "differs", "scale-limited"):
+            raise ConfigError(f"a predicate's verdict is 'holds', 'differs' or 'scale-limited', "
+                              f"not {self.verdict!r}")
+        if self.verdict != "holds" and not self.why.strip():
+            raise ConfigError(f"a '{self.verdict}' finding needs an explanation (measured: "
                               f"{self.measured})")
 
 
 class Checks:
     """Sub-checks of one claim: each records what was measured and, if it fails, why.
     ``finding()`` holds only if every sub-check held; its explanation joins the reasons of
-    the failed ones into one sentence."""
+    the failed ones into one sentence. A :meth:`regime` check that was not reached makes the
+    finding "scale-limited" whatever the others found: they could not have failed."""
 
     def __init__(self) -> None:
         self.parts: list[str] = []
         self.failed: list[str] = []
+        self.unreached: list[str] = []
+
+    def regime(self, reached: bool, measured: str, why: str) -> bool:
+        """Whether the run reached the regime the claim is about; ``why`` says what it did not
+        reach and what would (the scale, the thread count)."""
+        self.parts.append(measured + ("" if reached else " (regime not reached)"))
+        if not reached:
+            self.unreached.append(why)
+        return reached
 
     def expect(self, ok: bool, measured: str, why: str) -> bool:
         self.parts.append(measured + ("" if ok else " ✗"))
@@ -126,6 +143,9 @@ class Checks:
 
     def finding(self) -> Finding:
         measured = "; ".join(self.parts)
+        if self.unreached:
+            why = "; ".join(w.rstrip(".") for w in self.unreached) + "."
+            return Finding("scale-limited", measured, why[0].upper() + why[1:])
         if not self.failed:
             return Finding("holds", measured)
         why = "; ".join(w.rstrip(".") for w in self.failed) + "."
@@ -409,7 +429,10 @@ class Claim:
         except MissingRows as e:
             return {**base, "measured": "-", "verdict": "not run",
                     "explanation": f"{e}: run experiments {', '.join(self.experiments)}"}
-        return {**base, "measured": f.measured, "verdict": f.verdict, "explanation": f.why}
+        verdict: str = f.verdict
+        if self.status == "self-check" and verdict != "scale-limited":
+            verdict = "self-check ok" if verdict == "holds" else "self-check fails"
+        return {**base, "measured": f.measured, "verdict": verdict, "explanation": f.why}
 
 
 @dataclass(frozen=True)
@@ -517,6 +540,15 @@ def scoreboard(paper: Paper, rows: Iterable[Mapping[str, Any]]) -> list[dict[str
     explanation."""
     mine = Rows(r for r in rows if r.get("paper", paper.name) == paper.name)
     return [{"paper": paper.name, **c.evaluate(mine)} for c in paper.claims]
+
+
+def summary(t: Mapping[str, int]) -> str:
+    """A tally as one phrase: "12 hold, 3 differ, 2 scale-limited, 1 not modelled" (verdicts
+    that no claim got are left out, except hold and differ)."""
+    names = {"holds": "hold", "differs": "differ"}
+    parts = [f"{t.get(v, 0)} {names.get(v, v)}" for v in VERDICTS
+             if v in names or t.get(v, 0)]
+    return ", ".join(parts)
 
 
 def tally(board: Sequence[Mapping[str, Any]]) -> dict[str, int]:

@@ -28,7 +28,7 @@ from typing import Any
 from ..cli import positive_int, register
 from ..errors import ConfigError, PmsimError, unknown
 from ..options import check_output_dir, check_output_file, name_list
-from .claims import Paper, get_paper, paper_names, run_points, scoreboard, tally
+from .claims import Paper, get_paper, paper_names, run_points, scoreboard, summary, tally
 from .plots import DOMAIN_TITLES, draw
 from .rows import check_results
 from .sweep import add_sweep_args, sweep_options
@@ -183,9 +183,7 @@ def _paper_section(paper: Paper, board: Sequence[Mapping[str, Any]], figs: Seque
     t = tally(board)
     lines = [f"## {paper.title}", "",
              f"{paper.citation} Spec card: `papers/{paper.card}` (§7 setup, §8 claims).", "",
-             f"**{t['holds']} hold, {t['differs']} differ, {t['not modelled']} not modelled"
-             + (f", {t['not run']} not run" if t["not run"] else "") + f"** of {len(board)} "
-             "claims.", "", "### Scoreboard", "",
+             f"**{summary(t)}** of {len(board)} claims.", "", "### Scoreboard", "",
              _md_table(board, [c for c in SCOREBOARD_COLUMNS if c.key != "test"]),
              "What each claim was tested against (the criteria, with the tolerances of "
              "`pmsim.experiments.claims`):", ""]
@@ -245,8 +243,11 @@ def _document(doc: Mapping[str, Any], sections: Sequence[tuple[str, list[str]]])
              f"`pmsim table {meta['out']} --write`.", "",
              "Every verdict is computed from the measured rows by the claim's predicate "
              "(`pmsim/experiments/papers/`): **holds** means within the test's tolerance, "
-             "**differs** means outside it (with one sentence on why), **not modelled** means "
-             "out of the model's reach, **not run** means its experiment was skipped. "
+             "**differs** means outside it (with one sentence on why), **scale-limited** means "
+             "the run did not reach the regime the claim is about (so the test could not have "
+             "failed; the sentence says what would reach it), **not modelled** means out of "
+             "the model's reach, **not run** means its experiment was skipped; **self-check** "
+             "rows check pmsim's own implementation and are not counted as reproduced claims. "
              "Tolerances: a ratio the paper gives as ~r holds if its excess over 1 is within a "
              "factor 1.5 of r-1 (~2x: [1.67, 2.5]); a range a-b is widened the same way; "
              "quantities the paper calls equal may differ by 10%; a runtime is 'best' within 5% "
@@ -348,8 +349,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     for name in rows:
         board = scoreboard(get_paper(name), rows[name])
         t = tally(board)
-        print(f"# {name}: {t['holds']} hold, {t['differs']} differ, {t['not modelled']} not "
-              f"modelled, {t['not run']} not run")
+        print(f"# {name}: {summary(t)}")
         print(render(board, [Column("claim"), Column("verdict"), Column("measured")], "text"))
     print(f"# {n} points in {secs:.1f} s; wrote {md}", file=sys.stderr)
     return 0

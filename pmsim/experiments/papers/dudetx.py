@@ -15,13 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ...runtimes.registry import get_runtime
 from ..claims import (
+    SAME,
     Checks,
     Claim,
     Experiment,
     Finding,
     Paper,
     Rows,
+    about,
     fmt_interval,
     inside,
     register_paper,
@@ -218,8 +221,23 @@ def check_d1(rows: Rows) -> Finding:
     return c.finding()
 
 
+def _vlog_wraps(rows: Rows, c: Checks) -> None:
+    """The regime of D2 and D14: a bounded vlog can only fill (and so differ from an
+    unbounded one, or stall Perform) once a thread has logged more entries than it holds."""
+    cap = int(get_runtime("dudetx").vlog_entries)
+    most = max((float(r["logged_entries"]) / max(int(r["threads"]), 1), f"{k} at "
+                f"{float(r['persist_bw']):g} GB/s") for k in WORKLOADS
+               for r in _fig3_rows(rows, k).where(runtime="dudetx"))
+    c.regime(most[0] >= cap, f"vlog entries logged per thread: at most {most[0]:,.0f} "
+             f"({most[1]}) against its {cap:,} slots",
+             f"no thread logged more than the vlog holds ({most[0]:,.0f} of {cap:,} entries on "
+             f"{most[1]}): a bounded vlog cannot fill, so it cannot differ from DUDETx-Inf or "
+             "stall Perform; the full scale runs long enough for it to wrap")
+
+
 def check_d2(rows: Rows) -> Finding:
     c = Checks()
+    _vlog_wraps(rows, c)
     worst = (1.0, "", 0.0)
     for k in WORKLOADS:
         for bw in _bws(rows, k):
@@ -253,12 +271,19 @@ def check_d3(rows: Rows) -> Finding:
 
 def check_d4(rows: Rows) -> Finding:
     c = Checks()
+    rise: dict[str, float] = {}
     for k in WORKLOADS:
         bws = _bws(rows, k)
         s = [_tp(rows, k, "dudetx-sync", b) for b in bws]
+        rise[k] = s[-1] / s[0]
         c.expect(s[-1] >= s[0] * 0.98, f"{k}: Sync {s[0] / 1e6:.2f}→{s[-1] / 1e6:.2f} Mtx/s "
                  f"from {bws[0]:g} to {bws[-1]:g} GB/s",
-                 f"Sync's throughput on {k} does not rise with bandwidth")
+                 f"Sync's throughput on {k} falls with bandwidth")
+    best = max(rise, key=rise.__getitem__)
+    c.expect(rise[best] >= 1 + SAME, f"largest rise {best} {rise[best]:.2f}x",
+             f"Sync's throughput is flat in bandwidth on every benchmark (largest rise "
+             f"{rise[best]:.2f}x on {best}, under {1 + SAME:.2f}x): it is latency-bound "
+             "everywhere, not bandwidth-bound at the low end")
     gap = {k: 1 - _tp(rows, k, SYNC_3500, bws[0]) / _tp(rows, k, "dudetx", bws[0])
            for k in ("tpcc", "tatp") for bws in (_bws(rows, k),)}
     c.expect(gap["tatp"] > gap["tpcc"], f"Sync-3500 below DUDETx: TATP {_pct(gap['tatp'])}, "
@@ -366,6 +391,7 @@ def check_d11(rows: Rows) -> Finding:
 
 def check_d14(rows: Rows) -> Finding:
     c = Checks()
+    _vlog_wraps(rows, c)
     worst = (0.0, "")
     for k in WORKLOADS:
         for r in _fig3_rows(rows, k).where(runtime="dudetx"):
@@ -446,8 +472,8 @@ def check_d12(rows: Rows) -> Finding:
         r = tp["dudetx-htm"] / tp["dudetx"]
         c.expect(tp["htm"] > tp["stm"], f"{k}: Volatile-HTM/STM {tp['htm'] / tp['stm']:.2f}x",
                  f"volatile HTM is not faster than the STM on {k}")
-        c.expect(inside(r, (1.0, paper * 1.2)), f"{k}: DUDETx-HTM/STM {r:.2f}x (paper "
-                 f"{paper:.2f}x)",
+        c.expect(inside(r, about(paper)), f"{k}: DUDETx-HTM/STM {r:.2f}x (paper "
+                 f"{paper:.2f}x, accepted {fmt_interval(about(paper))})",
                  f"on {k} DUDETx-HTM is {r:.2f}x DUDETx-STM against the paper's {paper:.2f}x: "
                  "with Perform faster, the one persist thread's DRAM-to-PM copy bounds both")
     return c.finding()
@@ -482,7 +508,8 @@ CLAIMS: Sequence[Claim] = (
           f"slowdown at 1 GB/s ∈ {fmt_interval((0.05, 0.30))} on every benchmark; hash's > "
           "TPC-C's", tuple(e.name for e in FIG3), check_d1),
     Claim("D2", "Fig. 3", "DUDETx-Inf ≈ DUDETx at every bandwidth from 1 to 16 GB/s (the "
-          "vlog rarely fills)", "Inf/DUDETx within ±5% at every bandwidth",
+          "vlog rarely fills)", "Inf/DUDETx within ±5% at every bandwidth, once some thread "
+          "logged more entries than the vlog holds (else scale-limited)",
           tuple(e.name for e in FIG3), check_d2, "qualitative"),
     Claim("D3", "Table 1", "Writes per transaction: B+-tree 15.8, TPC-C 156.5-183.5, TATP 1.0, "
           "Hash 3.0; logs of 78-488 MB/s, below 1 GB/s",
@@ -490,8 +517,9 @@ CLAIMS: Sequence[Claim] = (
           tuple(e.name for e in FIG3), check_d3),
     Claim("D4", "Fig. 3", "Sync's throughput rises with bandwidth until it becomes "
           "latency-bound; at 3,500 cycles the DUDETx-Sync gap is small for TPC-C, large for "
-          "TATP", "Sync at the top bandwidth ≥ at the lowest; Sync-3500's gap to DUDETx larger "
-          "on TATP than on TPC-C", tuple(e.name for e in FIG3), check_d4, "qualitative"),
+          "TATP", "Sync at the top bandwidth ≥ 0.98x at the lowest everywhere and ≥ 1.1x on "
+          "one benchmark; Sync-3500's gap to DUDETx larger on TATP than on TPC-C",
+          tuple(e.name for e in FIG3), check_d4, "qualitative"),
     Claim("D5", "Table 2", "Throughput DUDETx > Sync > Mnemosyne, and > NVML, on every "
           "benchmark", "the order at 1 GB/s", tuple(e.name for e in FIG3), check_d5),
     Claim("D6", "Table 2", "DUDETx is 1.7-4.4x faster than Mnemosyne and NVML; Sync 1.3-3.0x",
@@ -517,7 +545,7 @@ CLAIMS: Sequence[Claim] = (
           "of linear", ("fig6-tpcc",), check_d11, "qualitative"),
     Claim("D12", "Table 4", "HTM Perform: Volatile-HTM beats Volatile-STM, and DUDETx-HTM "
           "beats DUDETx-STM by up to 1.75x (B+-tree), 1.45x (hash), 1.13x (TATP)",
-          "HTM > STM volatile; DUDETx-HTM/DUDETx ∈ [1, 1.2 x the paper's]",
+          "HTM > STM volatile; DUDETx-HTM/DUDETx in about(the paper's ratio)",
           tuple(e.name for e in TABLE4), check_d12),
     Claim("D13", "Fig. 7", "Lock-based DUDETx beats TM-based (most on the linked list; 3.3x "
           "in the abstract); one-round ≈ volatile lock-based; two-round is the bottleneck on "
@@ -526,7 +554,8 @@ CLAIMS: Sequence[Claim] = (
           "B+-tree: 2PL one-round < STM-DUDETx", tuple(e.name for e in FIG7), check_d13,
           "qualitative"),
     Claim("D14", "§1", "Perform never stalls for persistence except when the vlog is full",
-          "vlog-full stalls < 1% of worker time at every bandwidth", tuple(e.name for e in FIG3),
+          "vlog-full stalls < 1% of worker time at every bandwidth, once some thread logged "
+          "more entries than the vlog holds (else scale-limited)", tuple(e.name for e in FIG3),
           check_d14, "qualitative"),
 )
 
