@@ -50,7 +50,8 @@ ROW_KEYS = frozenset(("paper", "experiment", "preset", "warmup", "runtime", "wor
                       "threads", "txs", "commits", "aborts", "sim_ns", "throughput", "lat_p50",
                       "lat_p90", "lat_p99", "pb_per_tx", "flush_per_tx", "fence_per_tx",
                       "pm_bytes_per_tx", "wall_s", "params", "seed", "backend", "version",
-                      "tx_per_wall_s", "config", "ack_p50", "ack_p90", "ack_p99"))
+                      "tx_per_wall_s", "config", "ack_p50", "ack_p90", "ack_p99",
+                      "llc_misses_per_tx"))
 """Columns a row has besides the workload parameters (which must not reuse these names)."""
 
 

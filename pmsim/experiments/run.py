@@ -52,6 +52,7 @@ class RunResult:
     ack_p50: float = 0.0
     ack_p90: float = 0.0
     ack_p99: float = 0.0
+    llc_misses_per_tx: float = 0.0
     counters: dict[str, float] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
@@ -211,7 +212,6 @@ def run_experiment(runtime: str | type | Mutant, workload: WorkloadArg,
     k1 = rt.counters()
     counters = {k: float(v - k0.get(k, 0)) for k, v in k1.items()}
     counters.update(hw_abort_counters(before, after))
-    counters["llc_misses"] = delta("llc_misses")
     return RunResult(
         runtime=runtime, workload=workload, domain=m.config.domain, threads=threads,
         txs=commits + aborts, commits=commits, aborts=aborts, sim_ns=sim,
@@ -221,7 +221,8 @@ def run_experiment(runtime: str | type | Mutant, workload: WorkloadArg,
         flush_per_tx=delta("clwb", "clflushopt", "clflush") / n,
         fence_per_tx=delta("sfence", "mfence") / n,
         pm_bytes_per_tx=delta("pm_write_bytes") / n,
-        wall_s=wall, ack_p50=a50, ack_p90=a90, ack_p99=a99, counters=counters,
+        wall_s=wall, ack_p50=a50, ack_p90=a90, ack_p99=a99,
+        llc_misses_per_tx=delta("llc_misses") / n, counters=counters,
         params=dict(params or {}), config=m.config.to_dict(), seed=seed,
         backend=m.backend, version=__version__)
 

@@ -18,7 +18,7 @@ class World:
     redo_base: float = 4000.0
     cow4: float = 1.1  # COW latency / slowest of undo, redo (slot 4)
     cow64: float = 50.0  # COW latency / fastest (slot 64)
-    undo64_write: float = 8000.0  # includes the checksum
+    undo64_write: float = 16000.0  # includes the checksum: undo visibly slower (~1.2x) at 100%
     raw_undo: float = 0.3
     raw_redo: float = 1.5
     eager: tuple[float, float, float] = (1.6, 1.25, 1.02)

@@ -23,6 +23,7 @@ from pmsim.experiments.claims import (
     register_paper,
     same,
     scoreboard,
+    summary,
     tally,
 )
 
@@ -52,6 +53,10 @@ def verdicts(world: World) -> dict[str, dict]:
     return {r["claim"]: r for r in scoreboard(PAPER, rows(world))}
 
 
+def _self_check(claim: str) -> bool:
+    return next(c for c in PAPER.claims if c.id == claim).status == "self-check"
+
+
 @pytest.fixture(scope="module")
 def holds() -> dict[str, dict]:
     return verdicts(World())
@@ -64,7 +69,8 @@ def test_every_checked_claim_has_a_differ_case() -> None:
 @pytest.mark.parametrize("claim", [c.id for c in CHECKED])
 def test_predicate_holds_on_paper_like_rows(claim: str, holds: dict) -> None:
     r = holds[claim]
-    assert r["verdict"] == "holds", (r["measured"], r["explanation"])
+    ok = "self-check ok" if _self_check(claim) else "holds"
+    assert r["verdict"] == ok, (r["measured"], r["explanation"])
     assert r["explanation"] == ""
     assert "✗" not in r["measured"]
 
@@ -72,7 +78,8 @@ def test_predicate_holds_on_paper_like_rows(claim: str, holds: dict) -> None:
 @pytest.mark.parametrize("claim", sorted(DIFFER))
 def test_predicate_differs_and_says_why(claim: str) -> None:
     r = verdicts(DIFFER[claim])[claim]
-    assert r["verdict"] == "differs", r["measured"]
+    bad = "self-check fails" if _self_check(claim) else "differs"
+    assert r["verdict"] == bad, r["measured"]
     assert "✗" in r["measured"]
     why = r["explanation"]
     assert why and why.endswith(".") and why[0].isupper()
@@ -132,6 +139,39 @@ def test_finding_requires_an_explanation_for_differs() -> None:
     c.expect(False, "b=2", "b is two")
     f = c.finding()
     assert f.verdict == "differs" and f.measured == "a=1; b=2 ✗" and f.why == "B is two."
+
+
+def test_an_unreached_regime_makes_the_finding_scale_limited() -> None:
+    with pytest.raises(ConfigError, match="explanation"):
+        Finding("scale-limited", "x=1")
+    c = Checks()
+    c.regime(True, "16 threads", "never")
+    c.expect(False, "b=2", "b is two")
+    assert c.finding().verdict == "differs"  # the regime was reached: the failure counts
+    c = Checks()
+    c.regime(False, "4 threads", "the run stops at 4 threads, below the paper's 14")
+    c.expect(False, "b=2", "b is two")
+    f = c.finding()
+    assert f.verdict == "scale-limited" and f.why == "The run stops at 4 threads, below the paper's 14."
+    assert f.measured == "4 threads (regime not reached); b=2 ✗"
+
+
+def test_self_check_claims_and_summary() -> None:
+    def ok(rows: Rows) -> Finding:
+        return Finding("holds", "x=1")
+
+    def bad(rows: Rows) -> Finding:
+        return Finding("differs", "x=2", "X is two.")
+
+    exp = Experiment("e", "e", "array", ("undo",), ("default",))
+    claims = [Claim(f"S{i}", "§1", "pmsim's own invariant", "x=1", ("e",), fn, "self-check")
+              for i, fn in enumerate((ok, bad))]
+    p = Paper("test-self-check", "t", "c", "card.md", (exp,), tuple(claims))
+    board = scoreboard(p, [{"paper": "test-self-check", "experiment": "e"}])
+    assert [r["verdict"] for r in board] == ["self-check ok", "self-check fails"]
+    t = tally(board)
+    assert t["holds"] == 0 and t["self-check ok"] == 1
+    assert summary(t) == "0 hold, 0 differ, 1 self-check ok, 1 self-check fails"
 
 
 def test_rows_helpers() -> None:

@@ -42,8 +42,9 @@ def _fig3_tp(key: str, rt: str, bw: float) -> float:
     """Throughput of ``rt`` on Fig. 3's ``key`` at ``bw`` GB/s: Table 2's numbers at 1 GB/s."""
     dude, sync, mnemo, nvml = mod.D5[key]
     rise = 1 + 0.02 * math.log2(bw)  # bandwidth-bound runtimes gain a little with bandwidth
+    sync_rise = 1 + 0.04 * math.log2(bw)  # Sync waits for every persist: it gains more
     return {"stm": dude / (1 - SLOWDOWN[key]), "dudetx": dude, "dudetx-inf": dude,
-            "dudetx-sync": sync * rise, mod.SYNC_3500: dude * (1 - SYNC_3500_GAP[key]),
+            "dudetx-sync": sync * sync_rise, mod.SYNC_3500: dude * (1 - SYNC_3500_GAP[key]),
             "mnemosyne": mnemo * rise, "nvml": nvml if nvml is not None else dude / 3}[rt]
 
 
@@ -148,8 +149,9 @@ CASES: dict[str, tuple[str, Callable[[list[Row]], None]]] = {
     "D3-writes": ("D3", scale("logged_entries", 3.0, experiment=FIG3_H, runtime="dudetx")),
     "D3-log-rate": ("D3", both(scale("logged_entries", 1.9, experiment=FIG3_B, runtime="dudetx"),
                                scale("sim_ns", 0.4, experiment=FIG3_B, runtime="dudetx"))),
-    "D4-sync-flat": ("D4", scale("throughput", 0.9, experiment=FIG3_T, runtime="dudetx-sync",
-                                 persist_bw=16.0)),
+    "D4-sync-falls": ("D4", scale("throughput", 0.8, experiment=FIG3_T, runtime="dudetx-sync",
+                                  persist_bw=16.0)),
+    "D4-sync-flat": ("D4", scale("throughput", 0.9, runtime="dudetx-sync", persist_bw=16.0)),
     "D4-gap": ("D4", scale("throughput", 0.5, experiment=FIG3_C, runtime=mod.SYNC_3500)),
     "D5": ("D5", scale("throughput", 1.9, experiment=FIG3_B, runtime="dudetx-sync")),
     "D6-dudetx": ("D6", scale("throughput", 0.4, experiment=FIG3_H, runtime="nvml")),
@@ -203,9 +205,17 @@ def test_one_row_per_quick_point_with_the_checked_columns() -> None:
     assert {r["theta"] for r in rs if r["experiment"] == "fig5-paging"} == {0.99}
 
 
+QUICK_SCALE_LIMITED = {"D2", "D14"}
+"""Claims whose regime the quick scale does not reach (the vlog never wraps)."""
+
+
 @pytest.mark.parametrize("claim", [c.id for c in PAPER.claims])
 def test_every_claim_holds_on_paper_like_rows(claim: str, holds: dict) -> None:
     r = holds[claim]
+    if claim in QUICK_SCALE_LIMITED:
+        assert r["verdict"] == "scale-limited", r["measured"]
+        assert "vlog" in r["explanation"] and r["explanation"].endswith(".")
+        return
     assert r["verdict"] == "holds", (r["measured"], r["explanation"])
     assert r["explanation"] == "" and "✗" not in r["measured"]
 
@@ -224,7 +234,8 @@ def test_every_claim_has_a_differ_case() -> None:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_perturbation_makes_exactly_its_claim_differ(case: str) -> None:
     claim, perturb = CASES[case]
-    rs = rows()
+    quick = claim not in QUICK_SCALE_LIMITED  # those can only differ where the vlog wraps
+    rs = rows(quick)
     perturb(rs)
     b = board(rs)
     r = b[claim]
@@ -233,7 +244,8 @@ def test_perturbation_makes_exactly_its_claim_differ(case: str) -> None:
     why = r["explanation"]
     assert why.strip() and why.endswith(".") and why[0].isupper()
     others = {c: x["verdict"] for c, x in b.items() if c != claim}
-    assert others == dict.fromkeys(others, "holds"), others
+    assert others == {c: "scale-limited" if quick and c in QUICK_SCALE_LIMITED else "holds"
+                      for c in others}, others
 
 
 def test_skew_sub_check_of_d10_can_fail() -> None:

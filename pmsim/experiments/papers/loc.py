@@ -480,8 +480,8 @@ def check_l14(rows: Rows) -> Finding:
         c.expect(m[LOC] <= m[HWAL], f"LLC misses/tx LOC-WAL {m[LOC]:.1f} ≤ H-WAL {m[HWAL]:.1f}",
                  "LOC-WAL misses the LLC more than H-WAL: its extra versions take ways")
     else:
-        raise MissingRows("rows without an llc_misses column (saved by an older pmsim): rerun "
-                          "the experiments")
+        raise MissingRows("rows without an llc_misses_per_tx column (saved by an older "
+                          "pmsim): rerun the experiments")
     sds = sds_of(rows)
     lo, hi = sds[0], sds[-1]
     coal = {sd: [per_tx(_exp(rows, f"fig8-{k}").where(runtime=LOC, sd=sd), "coalesced")
