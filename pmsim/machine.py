@@ -43,6 +43,7 @@ from .stats import format_table, records, transpose_table
 from .trace import Mark, Trace
 
 BACKENDS = ("c", "python")
+_U64 = (1 << 64) - 1
 
 
 def default_backend() -> str:
@@ -392,6 +393,11 @@ class Machine:
 
     def poke(self, addr: int, value: int) -> None:
         """Set a word without simulating an access (for setting up initial state)."""
+        if addr.__class__ is int and value.__class__ is int and self._log is None:
+            off = addr - self._pm_base
+            if 0 <= off < self._pm_size and not off & 7 and 0 <= value <= _U64:
+                self._pm_words[off >> 3] = value  # fast path: an aligned PM word, a plain int
+                return
         r, w = self.engine.mem.locate(addr)
         if self._log is not None and r == self.engine.mem.locate(self._pm_base)[0]:
             self._log.wrote(w)

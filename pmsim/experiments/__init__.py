@@ -24,6 +24,7 @@ from .claims import (
     register_paper,
     run_points,
     scoreboard,
+    summary,
     tally,
 )
 from .compare import compare_table, run_comparison
@@ -48,4 +49,4 @@ __all__ = ["METRICS", "WALL_CLOCK_FIELDS", "Checks", "Claim", "Column", "Executo
            "add_sweep_args", "compare_table", "draw", "get_paper", "measure", "paper_names",
            "parse_executor", "point_key", "register_paper", "render", "run_comparison",
            "run_experiment", "run_points", "run_sweep", "run_unified", "scoreboard",
-           "sweep_options", "tally", "to_frame", "without_wall_clock"]
+           "summary", "sweep_options", "tally", "to_frame", "without_wall_clock"]
