@@ -109,7 +109,7 @@ class Cpu:
         self.xabort: Callable[[int], None] = partial(e.xabort, tid)
         self.xstatus: Callable[[], int] = partial(e.xstatus, tid)
         self.rdtsc: Callable[[], int] = partial(e.rdtsc, tid)
-        self._get_clock = partial(e.get_clock, tid)
+        self._get_clock: Callable[[], float] = e.clock_reader(tid)
         self._set_clock = partial(e.set_clock, tid)
 
     def _track_reads(self, log: ReadLog | None) -> None:
@@ -178,8 +178,8 @@ class Cpu:
         """Yield if this thread has run more than one quantum ahead of the others: the
         machine's ``quantum_ns``, or ``quantum_ns`` when given (the HTM runner passes a smaller
         one, see :mod:`pmsim.tm.htm`)."""
-        q = self.machine.config.quantum_ns if quantum_ns is None else quantum_ns
-        if self._get_clock() - self.machine.env.now >= q:
+        m = self.machine
+        if self._get_clock() - m.env.now >= (m.quantum_ns if quantum_ns is None else quantum_ns):
             yield from self.sync()
 
     def acquire(self, lock: simpy.Resource) -> Generator[Any, Any, Any]:
@@ -293,6 +293,7 @@ class Machine:
         if not isinstance(timed, bool):
             raise ConfigError(f"Machine(timed=...): expected True or False, got {timed!r}")
         self.config = config or MachineConfig()
+        self.quantum_ns = self.config.quantum_ns  # read by every Cpu.maybe_yield
         self.engine = make_engine(self.config, backend, timed)
         self.backend: str = self.engine.backend
         self.timed = timed

@@ -242,7 +242,8 @@ class StmTx:
     # -- accesses --------------------------------------------------------------------------------
     def read(self, addr: int) -> int:
         """Transactional load of the 8-byte word at ``addr``."""
-        self._live()
+        if self.status != ACTIVE:
+            self._live()
         stm = self.stm
         ld = self._ld
         li = (addr >> stm._shift) & stm._mask
@@ -286,7 +287,8 @@ class StmTx:
 
     def write(self, addr: int, value: int) -> None:
         """Transactional store of ``value`` to the 8-byte word at ``addr``."""
-        self._live()
+        if self.status != ACTIVE:
+            self._live()
         if value.__class__ is not int or not 0 <= value < 1 << 64:
             value = as_word(value, "STM write value")
         stm = self.stm

@@ -19,6 +19,7 @@ instruction); errors are detected in C before any state changes and turned into 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any, NoReturn
 
 import numpy as np
@@ -521,6 +522,12 @@ class CEngine:
         self.pcommit, self.persist_barrier = no_addr(lib.pm_pcommit), no_addr(lib.pm_persist_barrier)
         self.work, self.mark, self.devwrite = work, mark, devwrite
         self.get_clock, self.set_clock = get_clock, set_clock
+
+    def clock_reader(self, tid: int) -> Callable[[], float]:
+        """``get_clock`` of a thread known to exist, as one C call (the Cpu's hot path: every
+        yield check reads it); a bad ``tid`` gets the usual error here, once."""
+        self._diagnose(tid, None)
+        return partial(self._lib.pm_get_clock, self._m, tid)
 
     def htm_exempt(self, addr: int) -> None:
         """Make the line of ``addr`` conflict-exempt for hardware transactions (pmsim.hw.htm)."""

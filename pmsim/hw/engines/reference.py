@@ -229,6 +229,12 @@ class WideOps:
         n = as_int(n, "load_words: n", valid="an int >= 0")
         return self.load_many(tid, [addr + 8 * i for i in range(n)])  # type: ignore[attr-defined]
 
+    def clock_reader(self, tid: int) -> Any:
+        """A callable returning thread ``tid``'s clock (the C engine's is one C call)."""
+        get = self.get_clock  # type: ignore[attr-defined]
+        get(tid)
+        return lambda: get(tid)
+
     def clwb_many(self, tid: int, addrs: Sequence[int]) -> None:
         """``clwb`` of each address, in order."""
         fl = self.clwb  # type: ignore[attr-defined]
