@@ -142,6 +142,13 @@ class Checks:
     def note(self, measured: str) -> None:
         self.parts.append(measured)
 
+    def other_reading(self, reading: str, ok: bool, measured: str) -> None:
+        """The verdict under another reading of an ambiguous claim, shown beside the measured
+        values; it does not change this claim's verdict (the claim's test names the reading
+        chosen and why)."""
+        self.parts.append(f"other reading ({reading}): {measured}, "
+                          f"{'would hold' if ok else 'would differ'}")
+
     def finding(self) -> Finding:
         measured = "; ".join(self.parts)
         if self.unreached:

@@ -156,6 +156,19 @@ def test_an_unreached_regime_makes_the_finding_scale_limited() -> None:
     assert f.measured == "4 threads (regime not reached); b=2 ✗"
 
 
+def test_another_reading_is_shown_but_does_not_decide() -> None:
+    c = Checks()
+    c.expect(True, "ratio 0.71", "never")
+    c.other_reading("compressed/original ≈ 0.69", True, "0.71")
+    f = c.finding()
+    assert f.verdict == "holds"
+    assert f.measured == "ratio 0.71; other reading (compressed/original ≈ 0.69): 0.71, would hold"
+    c = Checks()
+    c.expect(False, "ratio 0.71", "the log is not 69% smaller")
+    c.other_reading("compressed/original ≈ 0.69", True, "0.71")
+    assert c.finding().verdict == "differs" and "✗" not in c.finding().measured.split(";")[1]
+
+
 def test_self_check_claims_and_summary() -> None:
     def ok(rows: Rows) -> Finding:
         return Finding("holds", "x=1")

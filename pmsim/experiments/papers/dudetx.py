@@ -28,6 +28,7 @@ from ..claims import (
     fmt_interval,
     inside,
     register_paper,
+    same,
 )
 from ..plots import Figure
 
@@ -423,6 +424,8 @@ def check_d9(rows: Rows) -> Finding:
     ratios = [float(r["combine.written_bytes"]) / max(float(r["combine.combined_bytes"]), 1.0)
               for r in sel.where(runtime="dudetx-lz")]
     worst = max(ratios)
+    c.other_reading("compressed/original ≈ 0.69", same(worst, 0.69),
+                    f"compressed/original {worst:.2f}")
     c.expect(worst <= 0.4, f"compressed/uncompressed ≤ {worst:.2f} (paper ≈0.31)",
              f"compression leaves {worst:.2f} of the bytes, not the paper's ≈0.31: pmsim's YCSB "
              "values are random 62-bit integers, which no LZ coder shrinks (only addresses and "
@@ -533,7 +536,9 @@ CLAIMS: Sequence[Claim] = (
           ("fig3-tpcc",), check_d8, "qualitative"),
     Claim("D9", "Fig. 4", "Combination saves ≈7% of NVM log writes with 10-transaction groups "
           "and 93% with 100,000; lz4 makes the log ≈69% smaller; throughput unchanged",
-          "saving grows with group size; ∈ [0, 20%] at 10; compressed/uncompressed ≤ 0.4",
+          "saving grows with group size; ∈ [0, 20%] at 10; compressed/uncompressed ≤ 0.4 "
+          "(reading 'a compression ratio over 69%' as the log made ≈69% smaller, the usual "
+          "sense of a space saving; the other reading, compressed/original ≈ 0.69, is shown)",
           ("fig4-ycsb",), check_d9),
     Claim("D10", "Fig. 5", "Throughput falls as the shadow shrinks or skew drops; hardware "
           "paging is best with a large shadow but degrades faster; software wins when the "

@@ -306,6 +306,9 @@ def check_m8(rows: Rows) -> Finding:
         rs = _eager_ratios(sel, dom)
         med = statistics.median(rs)
         iv = M8_BANDS[dom]
+        undo = statistics.median(_lat(sel, "undo-eager", dom, x=x) / _lat(sel, "undo", dom, x=x)
+                                 for x in sel.values("x"))
+        c.other_reading(f"{dom}: undo's median alone", inside(undo, iv), f"{undo:.2f}x")
         c.expect(inside(med, iv), f"{dom}: eager/lazy median {med:.2f}x ({min(rs):.2f}-"
                  f"{max(rs):.2f})", f"at {dom} eager/lazy has median {med:.2f}x, outside "
                  f"{fmt_interval(iv)}: " + (
@@ -372,6 +375,16 @@ def check_m9b(rows: Rows) -> Finding:
                 c.note(f"{rt} {a}→{b}: -{drops} ✗")
                 bad.append(f"{rt} {a}→{b} -{drops} (paper -{drop:.0%})")
     c.note(f"at {th} thread(s), mixes {'/'.join(f'{g:g}' for g in sel.values('get_pct'))}% gets")
+    def in_band(g: float) -> bool:
+        return all(inside(sel.get("throughput", runtime=rt, domain=a, threads=th, get_pct=g)
+                          / sel.get("throughput", runtime=rt, domain=b, threads=th, get_pct=g),
+                          about(1 / (1 - drop)))
+                   for rt in ("undo", "redo")
+                   for a, b, drop in (("pdom2", "pdom1", 0.12), ("pdom1", "pdom0", 0.14)))
+
+    good = [g for g in sel.values("get_pct") if in_band(g)]
+    c.other_reading("one mix in band suffices", bool(good),
+                    "mixes in band: " + ("/".join(f"{g:g}% gets" for g in good) or "none"))
     c.expect(not bad, f"{len(bad)} of 4 drops outside the band", "drops of " + "; ".join(bad)
              + ": with no client I/O a K-V transaction lasts tens to hundreds of ns, so each "
              "100 or 500 ns barrier weighs far more than on the paper's socket-bound server")
@@ -474,7 +487,8 @@ CLAIMS = (
           ("raw-slot4", "array-slot4"), check_m7, "qualitative"),
     Claim("M8", "Fig. 6", "Lazy over eager allocator persistence: no change at PDOM-2, 20-30% "
           "better at PDOM-1, 30-100% at PDOM-0 (read as eager/lazy 1.2-1.3x and 1.3-2x)",
-          "median over runtimes x X of eager/lazy latency: PDOM-2 "
+          "median over runtimes x X of eager/lazy latency (the paper gives neither its X values "
+          "nor which runtime; undo's own median is shown as the other reading): PDOM-2 "
           f"{fmt_interval(M8_BANDS['pdom2'])}, PDOM-1 {fmt_interval(M8_BANDS['pdom1'])}, "
           f"PDOM-0 {fmt_interval(M8_BANDS['pdom0'])}", ("alloc-x",), check_m8),
     Claim("M9a", "Fig. 7", "K-V store, PDOM-2: COW is the worst; undo ≈ redo (short "
@@ -484,7 +498,9 @@ CLAIMS = (
     Claim("M9b", "§6.3", "K-V store: PDOM-2 → PDOM-1 costs undo and redo -12% throughput, "
           "PDOM-1 → PDOM-0 a further -14%; COW drops similarly",
           f"at the most threads, throughput ratios ∈ {fmt_interval(about(1 / 0.88))} and "
-          f"{fmt_interval(about(1 / 0.86))} for undo and redo (COW reported)", ("kv",), check_m9b),
+          f"{fmt_interval(about(1 / 0.86))} for undo and redo on every mix (COW reported; the paper "
+          "does not say which mix; 'one mix in band' is shown as the other reading)", ("kv",),
+          check_m9b),
     Claim("M9c", "§6.3", "-opt variants (no wrappers, TXN_READ bypass, locality-aware "
           "placement) gain up to +27% on read-dominated mixes, +8% (redo) and +2% (undo) at 50% "
           "reads", status="out of reach",

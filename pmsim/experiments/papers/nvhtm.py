@@ -414,6 +414,9 @@ def check_n1(rows: Rows) -> Finding:
                  "advertises its begin timestamp, and WAITCOMMIT holds every later update "
                  "behind it, a convoy the baselines do not have")
     iv_s, iv_p = about(2.0), about(10.0)
+    c.other_reading("'up to' as an upper bound: 1 < peak ≤ about(2), about(10)",
+                    1 < peak_stm <= iv_s[1] and 1 < peak_phtm <= iv_p[1],
+                    f"peaks {peak_stm:.2f}x, {peak_phtm:.2f}x")
     c.expect(inside(peak_stm, iv_s), f"peak vs PSTM {peak_stm:.2f}x (paper ≈2x, "
              f"{fmt_interval(iv_s)})",
              f"NV-HTM's peak gain over PSTM is {peak_stm:.2f}x: pmsim's STM costs "
@@ -694,7 +697,9 @@ CLAIMS: Sequence[Claim] = (
     Claim("N1", "Fig. 4", "At ≤14 threads NV-HTM beats all baselines in both Bank workloads; "
           "peak gains ≈2x vs PSTM, ≈10x vs PHTM",
           "best NV-HTM variant > PHTM and PSTM at every thread count; peaks in about(2), "
-          "about(10); needs 14 threads (else scale-limited)", ("fig4-high", "fig4-low"), check_n1),
+          "about(10) (reading 'peak gains of up to 2x/10x' as the peaks' values, two-sided; "
+          "the upper-bound reading is shown); needs 14 threads (else scale-limited)",
+          ("fig4-high", "fig4-low"), check_n1),
     Claim("N2", "Fig. 4", "PHTM aborts far more, especially under high contention (locks held "
           "across the log and data flushes)", "PHTM abort rate > NV-HTM 10x's at the top thread "
           "count; PHTM high > low", ("fig4-high", "fig4-low"), check_n2, "qualitative"),
