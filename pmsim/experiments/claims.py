@@ -51,7 +51,8 @@ ROW_KEYS = frozenset(("paper", "experiment", "preset", "warmup", "runtime", "wor
                       "lat_p90", "lat_p99", "pb_per_tx", "flush_per_tx", "fence_per_tx",
                       "pm_bytes_per_tx", "wall_s", "params", "seed", "backend", "version",
                       "tx_per_wall_s", "config", "ack_p50", "ack_p90", "ack_p99",
-                      "llc_misses_per_tx"))
+                      "llc_misses_per_tx", "work_ns_per_tx", "barrier_stall_ns_per_tx",
+                      "wpq_stall_ns_per_tx", "sb_stall_ns_per_tx"))
 """Columns a row has besides the workload parameters (which must not reuse these names)."""
 
 

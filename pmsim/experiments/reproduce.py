@@ -29,6 +29,7 @@ from ..cli import positive_int, register
 from ..errors import ConfigError, PmsimError, unknown
 from ..options import check_output_dir, check_output_file, name_list
 from .claims import Paper, get_paper, paper_names, run_points, scoreboard, summary, tally
+from .explain import TOGGLES, explain, summary_line
 from .plots import DOMAIN_TITLES, draw
 from .rows import check_results
 from .sweep import add_sweep_args, sweep_options
@@ -133,7 +134,13 @@ def write_outputs(doc: Mapping[str, Any], out: Path, figures: bool = True,
     for name, rows in doc.get("papers", {}).items():
         paper = get_paper(name)
         board = scoreboard(paper, rows)
-        _write_tables(out, f"scoreboard-{name}", board, SCOREBOARD_COLUMNS,
+        why = doc.get("explain", {}).get(name)
+        if why is not None:
+            for r in board:
+                r["counterfactual"] = summary_line(r["claim"], why) or "-"
+        _write_tables(out, f"scoreboard-{name}", board,
+                      (*SCOREBOARD_COLUMNS, *([Column("counterfactual")] if why is not None
+                                              else [])),
                       f"{paper.title}: claims checked by pmsim")
         (out / f"rows-{name}.csv").write_text(render(rows, None, "csv"))
         figs, tables = [], []
@@ -149,7 +156,7 @@ def write_outputs(doc: Mapping[str, Any], out: Path, figures: bool = True,
                 for fig in exp.figures:
                     if draw(fig, erows, figdir):
                         figs.append(fig)
-        sections.append((name, _paper_section(paper, board, figs, tables)))
+        sections.append((name, _paper_section(paper, board, figs, tables, why)))
     uni = doc.get("unified")
     if uni:
         rows = uni["rows"]
@@ -179,16 +186,20 @@ def _md_table(rows: Sequence[Mapping[str, Any]], cols: Sequence[Column]) -> str:
 
 
 def _paper_section(paper: Paper, board: Sequence[Mapping[str, Any]], figs: Sequence[Any],
-                   tables: Sequence[tuple[Any, str, int]]) -> list[str]:
+                   tables: Sequence[tuple[Any, str, int]],
+                   why: Sequence[Mapping[str, Any]] | None = None) -> list[str]:
     t = tally(board)
     lines = [f"## {paper.title}", "",
              f"{paper.citation} Spec card: `papers/{paper.card}` (§7 setup, §8 claims).", "",
              f"**{summary(t)}** of {len(board)} claims.", "", "### Scoreboard", "",
-             _md_table(board, [c for c in SCOREBOARD_COLUMNS if c.key != "test"]),
+             _md_table(board, [c for c in SCOREBOARD_COLUMNS if c.key != "test"]
+                       + ([Column("counterfactual")] if why is not None else [])),
              "What each claim was tested against (the criteria, with the tolerances of "
              "`pmsim.experiments.claims`):", ""]
     lines += [f"- **{r['claim']}**: {r['test']}" for r in board if r["test"] != "-"]
     lines.append("")
+    if why is not None:
+        lines += _counterfactual_section(why)
     if figs:
         lines += ["### Figures", ""]
         for f in figs:
@@ -204,6 +215,19 @@ def _paper_section(paper: Paper, board: Sequence[Mapping[str, Any]], figs: Seque
                   f"scoreboard as [CSV](@OUT@/scoreboard-{paper.name}.csv) and "
                   f"[LaTeX](@OUT@/scoreboard-{paper.name}.tex).", ""]
     return lines
+
+
+def _counterfactual_section(why: Sequence[Mapping[str, Any]]) -> list[str]:
+    lines = ["### Counterfactuals", "",
+             "Each claim that differs, rerun with one mechanism of the model switched ("
+             + "; ".join(f"*{t.name}*: {t.help}" for t in TOGGLES) + "). Time per committed "
+             "transaction is thread time summed over the claim's rows, as run and toggled.", ""]
+    if not why:
+        return lines + ["No claim differs, or no toggle applies to the experiments of those "
+                        "that do.", ""]
+    cols = [Column("claim"), Column("toggle"), Column("verdict"), Column("measured"),
+            Column("as run", "time as run"), Column("toggled", "time toggled")]
+    return lines + [_md_table(why, cols)]
 
 
 def _unified_section(uni: Mapping[str, Any], figs: Sequence[Any]) -> list[str]:
@@ -299,6 +323,9 @@ def _add_reproduce(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-figures", action="store_true", help="skip the matplotlib figures")
     p.add_argument("--no-unified", action="store_true", help="with 'all': skip the unified "
                    "comparison")
+    p.add_argument("--explain", action="store_true", help="rerun the experiments of every "
+                   "claim that differs with each modelled mechanism toggled (prefetchers, core "
+                   "model, WPQ merging, DIMM buffer) and report which toggles flip the verdict")
     add_sweep_args(p)
 
 
@@ -323,6 +350,9 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     rows = run_papers(papers, args.quick, args.scale, only or None, **sweep)
     doc: dict[str, Any] = {"papers": rows}
     n = sum(len(r) for r in rows.values())
+    if args.explain:
+        doc["explain"] = {p.name: explain(p, rows[p.name], args.quick, args.scale, **sweep)
+                          for p in papers if rows.get(p.name)}
     if args.paper == "all" and not args.no_unified:
         u = Unified.quick() if args.quick else Unified()
         u = u.resolved()
@@ -339,7 +369,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
     argv = ["pmsim", "reproduce", args.paper, *(["--quick"] if args.quick else []),
             *([f"--scale={args.scale:g}"] if args.scale != 1.0 else []),
-            *(f"--only={x}" for x in only), f"--out={args.out}"]
+            *(f"--only={x}" for x in only), *(["--explain"] if args.explain else []),
+            f"--out={args.out}"]
     doc["meta"] = {"command": shlex.join(argv), "version": __version__,
                    "backend": default_backend(), "scale": "quick" if args.quick else "full",
                    "txs_scale": args.scale, "points": n, "seconds": secs,

@@ -53,6 +53,10 @@ class RunResult:
     ack_p90: float = 0.0
     ack_p99: float = 0.0
     llc_misses_per_tx: float = 0.0
+    work_ns_per_tx: float = 0.0
+    barrier_stall_ns_per_tx: float = 0.0
+    wpq_stall_ns_per_tx: float = 0.0
+    sb_stall_ns_per_tx: float = 0.0
     counters: dict[str, float] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
@@ -222,7 +226,11 @@ def run_experiment(runtime: str | type | Mutant, workload: WorkloadArg,
         fence_per_tx=delta("sfence", "mfence") / n,
         pm_bytes_per_tx=delta("pm_write_bytes") / n,
         wall_s=wall, ack_p50=a50, ack_p90=a90, ack_p99=a99,
-        llc_misses_per_tx=delta("llc_misses") / n, counters=counters,
+        llc_misses_per_tx=delta("llc_misses") / n,
+        work_ns_per_tx=delta("work_ns") / max(commits, 1),
+        barrier_stall_ns_per_tx=delta("barrier_stall_ns") / max(commits, 1),
+        wpq_stall_ns_per_tx=delta("wpq_stall_ns") / max(commits, 1),
+        sb_stall_ns_per_tx=delta("sb_stall_ns") / max(commits, 1), counters=counters,
         params=dict(params or {}), config=m.config.to_dict(), seed=seed,
         backend=m.backend, version=__version__)
 

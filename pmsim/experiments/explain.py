@@ -1,0 +1,140 @@
+"""Counterfactual explanations: which modelled mechanism flips a claim's verdict.
+
+For every claim that differs, ``pmsim reproduce PAPER --explain`` reruns the experiments the
+claim reads with one mechanism of the machine model switched to its other state (each
+:class:`Toggle`: the prefetchers, the out-of-order core's store buffer and overlapped misses,
+WPQ write merging, the on-DIMM buffer), evaluates the claim on those rows, and reports the
+verdict with the time a transaction spends per component. The scoreboard then reads "holds with
+X" or "differs under every modelled mechanism": a cause measured, not asserted.
+
+A toggle applies to a point only if the point's machine has the mechanism to switch (the DIMM
+model cannot be switched on where no DIMM was calibrated); a claim none of whose points it
+applies to is not rerun for it. The reruns are sweep points like any other, so ``--cache`` keeps
+them and ``--jobs``/``--dask`` spread them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import MachineConfig
+from ..presets import preset
+from .claims import Paper, Rows, measure, run_points, scoreboard
+
+COMPONENTS: tuple[tuple[str, str], ...] = (
+    ("work_ns_per_tx", "compute"), ("barrier_stall_ns_per_tx", "barrier stalls"),
+    ("wpq_stall_ns_per_tx", "WPQ waits"), ("sb_stall_ns_per_tx", "store-buffer stalls"))
+"""Row columns of thread time per transaction by component; the rest of a transaction's thread
+time is memory latency the core did not hide (exposed misses) and lock or HTM waits."""
+
+
+@dataclass(frozen=True)
+class Toggle:
+    """One mechanism switched to its other state: ``name`` as the scoreboard prints it
+    ("with X"), whether a machine has it to switch, and the machine overrides that do."""
+
+    name: str
+    help: str
+    applies: Callable[[MachineConfig], bool]
+    overrides: Callable[[MachineConfig], dict[str, Any]]
+
+
+def _prefetch_on(c: MachineConfig) -> bool:
+    return c.prefetch.stream or c.prefetch.adjacent
+
+
+TOGGLES: tuple[Toggle, ...] = (
+    Toggle("prefetchers toggled", "the L2 streamer and adjacent-line prefetcher off where the "
+           "preset has them, on where it does not",
+           lambda c: True,
+           lambda c: {"prefetch.stream": not _prefetch_on(c),
+                      "prefetch.adjacent": not _prefetch_on(c)}),
+    Toggle("core model toggled", "an in-order blocking core where the preset's is out of order "
+           "(no store buffer, no overlapped misses), out of order where it is in order",
+           lambda c: True,
+           lambda c: {"core.model": "inorder" if c.core.model == "ooo" else "ooo"}),
+    Toggle("WPQ merging toggled", "the memory controller merges a write into a queued write to "
+           "its line (or stops merging where the preset merges)",
+           lambda c: True,
+           lambda c: {"pm.merge_writes": not c.pm.merge_writes}),
+    Toggle("DIMM buffer off", "PM as banked 64 B media with no on-DIMM buffer and no 256 B "
+           "media lines (only where the preset models DIMMs)",
+           lambda c: c.pm.dimm.dimms > 0,
+           lambda c: {"pm.dimm.dimms": 0}),
+)
+
+
+def measure_counterfactual(point: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`~.claims.measure` of a toggled point, labelled with its toggle."""
+    row = measure(point)
+    row["counterfactual"] = point["counterfactual"]
+    return row
+
+
+def _toggled(points: Sequence[Mapping[str, Any]], t: Toggle) -> list[dict[str, Any]]:
+    out = []
+    for p in points:
+        cfg = preset(p["preset"]).replace(**dict(p.get("machine") or {}))
+        if t.applies(cfg):
+            machine = {**dict(p.get("machine") or {}), **t.overrides(cfg)}
+            out.append({**p, "machine": machine, "counterfactual": t.name})
+    return out
+
+
+def components(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Mean thread time per transaction by component over ``rows``, as one phrase."""
+    rows = [r for r in rows if float(r.get("commits", 0) or 0) > 0]
+    if not rows:
+        return "-"
+    total = sum(float(r["sim_ns"]) * int(r["threads"]) / float(r["commits"]) for r in rows)
+    parts = {label: sum(float(r.get(col, 0.0) or 0.0) for r in rows) for col, label in COMPONENTS}
+    n = len(rows)
+    rest = max(total - sum(parts.values()), 0.0)
+    text = ", ".join(f"{label} {v / n:,.0f}" for label, v in parts.items() if v > 0)
+    return (f"{total / n:,.0f} ns/tx of thread time: " + text
+            + (", " if text else "") + f"misses and waits {rest / n:,.0f}")
+
+
+def explain(paper: Paper, rows: Sequence[Mapping[str, Any]], quick: bool, scale: float = 1.0,
+            **sweep: Any) -> list[dict[str, Any]]:
+    """One row per (claim that differs, toggle that applies to its experiments): the verdict
+    with the toggle, what the predicate measured, and the time components of the claim's rows
+    as run and as toggled."""
+    board = {r["claim"]: r for r in scoreboard(paper, rows)}
+    differs = [c for c in paper.claims if board[c.id]["verdict"] == "differs"]
+    exps = sorted({e for c in differs for e in c.experiments})
+    if not exps:
+        return []
+    base_points = paper.points(quick, scale, exps)
+    points = [p for t in TOGGLES for p in _toggled(base_points, t)]
+    trows = run_points(points, measure_counterfactual, label=f"{paper.name} counterfactuals",
+                       **sweep)
+    out = []
+    for c in differs:
+        mine = [r for r in rows if r.get("experiment") in c.experiments]
+        for t in TOGGLES:
+            alt = [r for r in trows if r["counterfactual"] == t.name
+                   and r.get("experiment") in c.experiments]
+            if not alt:
+                continue
+            kept = [r for r in rows if r.get("experiment") not in c.experiments]
+            clean = [{k: v for k, v in r.items() if k != "counterfactual"} for r in alt]
+            got = c.evaluate(Rows([*kept, *clean]))
+            out.append({"claim": c.id, "toggle": t.name, "verdict": got["verdict"],
+                        "measured": got["measured"], "as run": components(mine),
+                        "toggled": components(clean)})
+    return out
+
+
+def summary_line(claim: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    """"holds with X" (every toggle that flips it), or "differs under every modelled
+    mechanism"."""
+    mine = [r for r in rows if r["claim"] == claim]
+    if not mine:
+        return ""
+    flips = [r["toggle"] for r in mine if r["verdict"] == "holds"]
+    if flips:
+        return "holds with " + " or ".join(flips)
+    return "differs under every modelled mechanism"
