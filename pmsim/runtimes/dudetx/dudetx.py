@@ -426,9 +426,7 @@ class DudeTxRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
                               "PMSpec.max_tx_words")
         va = self._vlog[t] + SLOT * (slot % self._vslots)
         home = self._home(saddr)
-        st = stx.cpu.store
-        st(va, home)
-        st(va + 8, value)
+        stx.cpu.store_words(va, [home, value])
         self._vtail[t] = slot + 1
         self._cur[t].append((home, value))
 

@@ -206,9 +206,7 @@ class NvmlRuntime(ClflushSteps, UndoRuntime):
             self.first_words[t] = len(spans[0][1]) + 1
         for rec, words in spans:
             with self.step(cpu, "nvml.log.record") as c:
-                st = c.store
-                for i, w in enumerate(words):
-                    st(rec + 8 * i, w)
+                c.store_words(rec, words)
             with self.step(cpu, "nvml.log.checksum") as c:
                 c.work(self.costs.checksum_ns_per_byte * 8 * len(words))
                 c.store(rec + 8 * len(words), self.checksum(words))

@@ -196,9 +196,7 @@ class SWalRuntime(Runtime):
         n = len(values)
         home = obj + 8 * field
         if obj in tx.fresh:
-            st = cpu.store
-            for i, v in enumerate(values):
-                st(home + 8 * i, v)
+            cpu.store_words(home, values)
             tx.dirty.update(lines_of(home, 8 * n))
             return
         rec = tx.tail
@@ -207,11 +205,7 @@ class SWalRuntime(Runtime):
             raise ConfigError(f"transaction {tx.txid:#x} overflowed its S-WAL log "
                               f"({self.layout.log_bytes} bytes): raise PMSpec.max_tx_writes/words")
         with self.step(cpu, "swal.write.log") as c:
-            st = c.store
-            st(rec, home)
-            st(rec + 8, n)
-            for i, v in enumerate(values):
-                st(rec + 8 * (REC_WORDS + i), v)
+            c.store_words(rec, [home, n, *values])  # the REC_WORDS header, then the values
         tx.log_lines.update(dict.fromkeys(lines_of(rec, end - rec)))
         cpu.work(self.costs.hash_insert_ns)
         for i, v in enumerate(values):

@@ -488,9 +488,7 @@ class PmemRuntime(Runtime):
         n = len(values)
         lines = lines_of(addr, 8 * n)
         if obj in tx.fresh:
-            st = cpu.store
-            for i, v in enumerate(values):
-                st(addr + 8 * i, v)
+            cpu.store_words(addr, values)
             tx.dirty.update(lines)
             return
         if self._nolog:
@@ -502,9 +500,7 @@ class PmemRuntime(Runtime):
                 if line not in covered:
                     self._log_line(tx, line)
         with self.step(cpu, "pmem.data.store") as c:
-            st = c.store
-            for i, v in enumerate(values):
-                st(addr + 8 * i, v)
+            c.store_words(addr, values)
         tx.written.update(dict.fromkeys(lines))
         tx.writes += 1
 

@@ -46,13 +46,12 @@ class HtmTx(Tx):
 
     def write_words(self, obj: int, field: int, values: Sequence[int]) -> None:
         cpu = self.cpu
-        st = cpu.store
+        st = cpu.store_words
         addr = obj + 8 * field
         if not self.hw and obj not in self.fresh:
             peek = self.rt.m.peek
             self.undo.extend((addr + 8 * i, peek(addr + 8 * i)) for i in range(len(values)))
-        for i, v in enumerate(values):
-            st(addr + 8 * i, v)
+        st(addr, values)
         self.writes += 1
         if self.hw:
             check(cpu)
