@@ -511,7 +511,9 @@ def check_p2(rows: Rows) -> Finding:
     c.expect(not above, "below 1.0 on every benchmark",
              f"PMEM+pcommit is not slower than PMEM on {', '.join(map(_bench_name, above))}")
     return _finish(c, "each PMEM+pcommit fence (sfence; pcommit; sfence) waits for the WPQ to "
-                   f"drain to the media; {costs(rows, (PCOMMIT, PMEM))}", BANKS)
+                   f"drain to the media; {costs(rows, (PCOMMIT, PMEM))}. The missing write "
+                   "merging is not the cause: with the WPQ merging a line's queued writes "
+                   "PMEM+pcommit falls further behind PMEM (`--explain`)")
 
 
 def check_p3(rows: Rows) -> Finding:
