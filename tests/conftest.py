@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -39,3 +41,16 @@ def _backends() -> list[str]:
 def backend(request: pytest.FixtureRequest) -> str:
     """Each engine backend that is available ('python' always, 'c' when built)."""
     return request.param
+
+
+@pytest.fixture
+def default_signal_handlers() -> Iterator[None]:
+    """Python's own SIGINT and SIGTERM handlers, as in a terminal: a suite run as a background
+    job of a shell without job control starts with SIGINT ignored, which
+    ``pmsim.interrupts.catching`` rightly leaves alone (so it cannot tell a real Ctrl-C from a
+    KeyboardInterrupt that user code raised)."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    old_term = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
+    signal.signal(signal.SIGINT, old)
+    signal.signal(signal.SIGTERM, old_term)

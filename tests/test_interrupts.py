@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import os
 import signal
-from collections.abc import Iterator
 
 import pytest
 
@@ -24,15 +23,7 @@ class _SignalsInDel:
             pass
 
 
-@pytest.fixture(autouse=True)
-def _default_handlers() -> Iterator[None]:
-    """Python's own handlers, as in a terminal: a suite run as a background job of a shell
-    without job control starts with SIGINT ignored, which ``catching`` rightly leaves alone."""
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    old_term = signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    yield
-    signal.signal(signal.SIGINT, old)
-    signal.signal(signal.SIGTERM, old_term)
+pytestmark = pytest.mark.usefixtures("default_signal_handlers")
 
 
 def _lose(sig: int) -> None:

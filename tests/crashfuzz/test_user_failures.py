@@ -184,6 +184,7 @@ def test_a_raising_model_is_named(user: Path, capsys: pytest.CaptureFixture[str]
                    "Interrupts.next_op"),
 ])
 @pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.usefixtures("default_signal_handlers")  # a real Ctrl-C must be tellable apart
 def test_exit_and_keyboard_interrupt_from_user_code_are_errors(
         user: Path, capsys: pytest.CaptureFixture[str], cls: str, what: str, jobs: str) -> None:
     """Never exit 0 in silence, nor 130 as if Ctrl-C had been pressed."""
