@@ -2,7 +2,9 @@
 
 Buckets are a static array of head pointers; a node is a heap object ``[key, value, next]``.
 Each transaction is one get, put (update in place, or allocate and link a node at the head) or
-delete (unlink and free), under the bucket's lock.
+delete (unlink and free), under the bucket's lock. ``get_ns`` and ``put_ns`` charge the server's
+time per request outside the transaction (receiving, parsing and answering the client): a K-V
+server's socket I/O, which the papers' K-V transactions of tens of ns sit inside.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..config import check_most, check_types, param
-from ..errors import PmsimError
+from ..errors import ConfigError, PmsimError
 from ..runtimes.base import Runtime
 from ..runtimes.layout import PMSpec, StaticArray
 from .base import MASK64, Model, Workload, check_range, register_workload
@@ -29,6 +31,9 @@ class KVParams:
     keys: int = param(64, "keys", "key space: keys are 1..keys (at most 2**24)")
     get_pct: float = param(50.0, "%", "share of gets")
     put_pct: float = param(40.0, "%", "share of puts (the rest are deletes)")
+    get_ns: float = param(0.0, "ns", "server time per get outside the transaction (socket I/O "
+                          "and parsing; 0: none)")
+    put_ns: float = param(0.0, "ns", "server time per put or delete outside the transaction")
 
     def __post_init__(self) -> None:
         label = "workload 'kv': parameter "
@@ -41,6 +46,11 @@ class KVParams:
         check_range("kv", "keys", self.keys, 1)
         check_range("kv", "get_pct", self.get_pct, 0, 100)
         check_range("kv", "put_pct", self.put_pct, 0, 100 - self.get_pct)
+        for name in ("get_ns", "put_ns"):
+            v = getattr(self, name)
+            if not 0 <= v <= 1e9:  # NaN fails too
+                raise ConfigError(f"workload 'kv': parameter {name}={v!r} must be a time in "
+                                  "[0, 1e9] ns")
 
 
 class KVModel(Model):
@@ -76,6 +86,14 @@ class KV(Workload):
         r = float(rng.random()) * 100
         kind = GET if r < self.p.get_pct else PUT if r < self.p.get_pct + self.p.put_pct else DELETE
         return kind, int(rng.integers(1, self.p.keys + 1)), int(rng.integers(1, 1 << 62))
+
+    def transaction(self, cpu: Any, rt: Runtime, op: Any) -> Generator[Any, Any, None]:
+        """The request's I/O (``get_ns``/``put_ns``, outside the transaction), then the
+        transaction."""
+        ns = self.p.get_ns if op[0] == GET else self.p.put_ns
+        if ns:
+            cpu.work(ns)
+        yield from super().transaction(cpu, rt, op)
 
     def locks_of(self, op: tuple[int, int, int]) -> tuple[int]:
         return (op[1] % self.p.buckets,)
