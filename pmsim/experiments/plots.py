@@ -33,7 +33,9 @@ class Figure:
     """A figure over rows: ``y`` against ``x``, a panel per ``panels`` value, a series per
     ``series`` value. ``where`` selects rows (column, value) pairs; ``yscale`` multiplies y
     (1e-3 shows ns as µs); ``normalise`` divides each y by that series' y at the same panel
-    and x (e.g. PM bytes relative to undo); ``kind`` "line" or "bar" (x is categorical)."""
+    and x (e.g. PM bytes relative to undo); ``kind`` "line" or "bar" (x is categorical).
+    ``published`` holds the paper's own values, ``(series, x, y)`` in the rows' units, drawn
+    as stars in the series' colour beside pmsim's lines, so the gap shows at a glance."""
 
     name: str
     title: str
@@ -49,6 +51,7 @@ class Figure:
     logy: bool = False
     normalise: str | None = None
     order: tuple[str, ...] = field(default=())
+    published: tuple[tuple[str, Any, float], ...] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.where, Mapping):
@@ -111,8 +114,11 @@ def draw(fig: Figure, rows: Sequence[Mapping[str, Any]], out: str | Path,
     panels = _ordered([r.get(fig.panels) for r in sel], tuple(DOMAIN_TITLES))
     series = _ordered([str(r.get(fig.series)) for r in sel], fig.order, sort=False)
     styles = style(series)
-    legend_rows = -(-len(series) // 6)
-    w, h = 3.2 * len(panels) + 0.9, 2.6 + 0.25 * legend_rows + (0.5 if fig.kind == "bar" else 0)
+    n_labels = len(series) + len({p[0] for p in fig.published if p[0] in styles})
+    w = 3.2 * len(panels) + 0.9
+    ncol = max(1, min(n_labels, 6, int(w / 1.9)))  # a legend entry needs about 1.9 in
+    legend_rows = -(-n_labels // ncol)
+    h = 2.6 + 0.25 * legend_rows + (0.5 if fig.kind == "bar" else 0)
     f, axes = plt.subplots(1, len(panels), figsize=(w, h), sharey=True, squeeze=False)
     # fixed margins in inches (no tight_layout: it costs a full extra draw per figure)
     bottom = 0.55 + 0.25 * legend_rows + (0.45 if fig.kind == "bar" else 0)
@@ -144,6 +150,14 @@ def draw(fig: Figure, rows: Sequence[Mapping[str, Any]], out: str | Path,
                 ax.plot([x for x, _ in pts], ys, label=s, color=st["color"],
                         marker=st["marker"], linestyle=st["linestyle"], markersize=4,
                         linewidth=1.4)
+        for s, x, y in fig.published:
+            if s not in styles or (fig.kind == "bar" and x not in xs_all):
+                continue
+            px = (xs_all.index(x) + (series.index(s) - (len(series) - 1) / 2) * width
+                  if fig.kind == "bar" else x)
+            ax.plot([px], [y * fig.yscale], linestyle="none", marker="*", markersize=9,
+                    color=styles[s]["color"], markeredgecolor="black", markeredgewidth=0.5,
+                    label=f"{s} (paper)", zorder=5)
         if fig.kind == "line" and len(xs_all) <= 8 and all(
                 isinstance(x, int | float) and float(x).is_integer() for x in xs_all):
             ax.set_xticks(xs_all)
@@ -168,7 +182,7 @@ def draw(fig: Figure, rows: Sequence[Mapping[str, Any]], out: str | Path,
             if ll not in labels:
                 handles.append(hh)
                 labels.append(ll)
-    f.legend(handles, labels, loc="lower center", ncol=min(len(labels), 6), fontsize=8,
+    f.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8,
              frameon=False, bbox_to_anchor=(0.5, 0.0))
     f.suptitle(fig.title, fontsize=10)
     out = Path(out)

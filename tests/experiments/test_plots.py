@@ -26,6 +26,30 @@ def test_draw_writes_png_and_pdf(tmp_path) -> None:
                 tmp_path) == []
 
 
+def test_published_values_are_drawn_beside_the_lines(tmp_path, monkeypatch) -> None:
+    """The paper's values appear as one marked point per (series, x) that the figure has."""
+    import matplotlib.figure
+
+    seen: list[list[str]] = []
+    real = matplotlib.figure.Figure.savefig
+
+    def spy(self, *a, **kw):  # type: ignore[no-untyped-def]
+        seen.append([ln.get_label() for ax in self.axes for ln in ax.get_lines()
+                     if ln.get_marker() == "*"])
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", spy)
+    pub = (("undo", 100, 2500.0), ("redo", 50, 3000.0), ("absent", 0, 1.0))
+    fig = Figure("lat", "Latency", x="write_pct", y="lat_p50", xlabel="writes (%)",
+                 ylabel="latency (µs)", yscale=1e-3, published=pub)
+    draw(fig, ROWS, tmp_path, formats=("png",))
+    assert sorted(seen[0]) == ["redo (paper)", "redo (paper)", "undo (paper)", "undo (paper)"]
+    bars = Figure("b", "bars", x="write_pct", y="pm_bytes_per_tx", xlabel="w", ylabel="B",
+                  kind="bar", published=(("cow", 50, 100.0), ("cow", 7, 1.0)))
+    draw(bars, ROWS, tmp_path, formats=("png",))
+    assert seen[1] == ["cow (paper)", "cow (paper)"]  # x=7 is not on the axis: left out
+
+
 def test_palette_and_variant_styles() -> None:
     assert OKABE_ITO[:3] == ("#E69F00", "#56B4E9", "#009E73")
     s = style(["undo", "undo-2pb", "redo", "cow", "undo-eager"])
