@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+from ...cache import native
 from ...errors import ConfigError
 from ...trace import Mark
 from ..alloclog import EAGER_STEPS
@@ -57,12 +58,26 @@ LEN_MASK = (1 << 56) - 1
 MASK64 = (1 << 64) - 1
 
 
-def checksum(words: Sequence[int]) -> int:
-    """64-bit FNV-1a over 8-byte words."""
+def checksum_py(words: Sequence[int]) -> int:
+    """64-bit FNV-1a over 8-byte words (the reference of the C core's ``pm_fnv1a_words``)."""
     h = 0xCBF29CE484222325
     for w in words:
         h = ((h ^ w) * 0x100000001B3) & MASK64
     return h
+
+
+def _checksum_c(words: Sequence[int]) -> int:
+    """:func:`checksum_py` in one C call; anything the call cannot take (a word that is not an
+    int in 0..2**64-1) goes the Python way, for the same result or error."""
+    try:
+        return int(_fnv(words if words.__class__ is list else list(words), len(words)))
+    except (OverflowError, TypeError):
+        return checksum_py(words)
+
+
+_fnv = native.lib.pm_fnv1a_words if native.lib is not None else None
+checksum = _checksum_c if _fnv is not None else checksum_py
+"""64-bit FNV-1a over 8-byte words: the undo log's record checksum (the C core's when built)."""
 
 
 _MEMO: dict[tuple[Any, tuple[int, ...]], int] = {}
