@@ -31,7 +31,7 @@ def test_names_and_classes_build_the_same_workload() -> None:
 
 
 def test_unknown_parameters_are_rejected_with_the_known_ones() -> None:
-    with pytest.raises(UnknownNameError, match="Known kv parameters: buckets, get_pct, keys"):
+    with pytest.raises(UnknownNameError, match="Known kv parameters: buckets, get_ns, get_pct, keys"):
         build_workload(KV, params={"key": 8})
     with pytest.raises(UnknownNameError, match="unknown kv parameter 'key'"):
         build_workload(KV(keys=8), params={"key": 8})  # an instance too: not ignored
