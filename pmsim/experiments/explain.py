@@ -114,16 +114,17 @@ def explain(paper: Paper, rows: Sequence[Mapping[str, Any]], quick: bool, scale:
     out = []
     for c in differs:
         mine = [r for r in rows if r.get("experiment") in c.experiments]
+        kept = [r for r in rows if r.get("experiment") not in c.experiments]
+        as_run = components(mine)
         for t in TOGGLES:
             alt = [r for r in trows if r["counterfactual"] == t.name
                    and r.get("experiment") in c.experiments]
             if not alt:
                 continue
-            kept = [r for r in rows if r.get("experiment") not in c.experiments]
             clean = [{k: v for k, v in r.items() if k != "counterfactual"} for r in alt]
             got = c.evaluate(Rows([*kept, *clean]))
             out.append({"claim": c.id, "toggle": t.name, "verdict": got["verdict"],
-                        "measured": got["measured"], "as run": components(mine),
+                        "measured": got["measured"], "as run": as_run,
                         "toggled": components(clean)})
     return out
 

@@ -45,6 +45,7 @@ from .reference import (
     OP_XBEGIN,
     OP_XCHG,
     Memory,
+    WideOps,
     as_code,
     as_int,
     as_ns,
@@ -122,8 +123,11 @@ def _config(ffi: Any, cfg: MachineConfig, mem: Memory, timed: bool = True) -> An
     return c
 
 
-class CEngine:
-    """The C engine. Every instruction takes the thread id first, exactly like PyEngine."""
+class CEngine(WideOps):
+    """The C engine. Every instruction takes the thread id first, exactly like PyEngine. Its
+    wide instructions run in one C call each; what that call cannot take goes the reference's
+    way (:class:`~.reference.WideOps`), one instruction at a time, for the same effect and
+    error."""
 
     backend = "c"
 
@@ -277,8 +281,7 @@ class CEngine:
                     return unpack(out, n)
                 if code == lib.PM_ERR_NOMEM:
                     fail(code, tid, None)
-            n = as_int(n, "load_words: n", valid="an int >= 0")
-            return load_many(tid, [addr + 8 * i for i in range(n)])
+            return WideOps.load_words(self, tid, addr, n)
 
         def run_ahead(tid: int, addrs: list[int]) -> None:
             """The misses of ``load_many`` without values (see PyEngine.run_ahead)."""
@@ -489,8 +492,7 @@ class CEngine:
                     a = addr + 8 * done[0]
                     diagnose(tid, a, False, ("value", values[done[0]]))
                     fail(code, tid, a)
-            for i, v in enumerate(values):
-                store1(tid, addr + 8 * i, v)
+            WideOps.store_words(self, tid, addr, values)
 
         def clwb_many(tid: int, addrs: Any) -> None:
             """PyEngine.clwb_many in one call (fallback and errors as store_words)."""
@@ -506,8 +508,7 @@ class CEngine:
                 a = addrs[done[0]]
                 diagnose(tid, a, True)
                 fail(code, tid, a, True)
-            for a in addrs:
-                clwb1(tid, a)
+            WideOps.clwb_many(self, tid, addrs)
 
         self.store_words, self.clwb_many, self.load_words = store_words, clwb_many, load_words
         self.xbegin, self.xend, self.xabort, self.xstatus, self.rdtsc = (
