@@ -1,4 +1,4 @@
-"""crashfuzz: exhaustive crash fuzzing of persistent-memory transactions.
+"""crashfuzz: exhaustive crash fuzzing of persistent-memory transactions and PM programs.
 
 The flat API::
 
@@ -8,7 +8,8 @@ The flat API::
 
 Pieces: the crash-state model (:class:`CrashModel`: exact surviving images per crash point),
 crash points (:func:`select_points`), the oracle, campaigns (:func:`fuzz`), the mutation suite
-(:func:`kill_matrix`), Hypothesis strategies (``crashfuzz.strategies``), the litmus runner and a
+(:func:`kill_matrix`), PM programs (:func:`fuzz_program`, :func:`repair_program`; see
+:mod:`pmsim.programs`), Hypothesis strategies (``crashfuzz.strategies``), the litmus runner and a
 pytest plugin (the ``crashfuzz`` fixture).
 """
 
@@ -32,6 +33,7 @@ from .litmus import check as check_litmus
 from .model import EDGE_PROVIDERS, Edge, image_hash
 from .mutants import KillRow, kill_matrix
 from .oracle import Oracle, TxHistory
+from .pm import Repair, fuzz_program, repair_program
 from .points import CrashPoint, every_points, reduced_points, sampled_points, select_points
 from .report import findings_of, format_report, load_finding, replay, save_findings
 from .states import Coverage, CrashModel, StateSpace
@@ -39,8 +41,9 @@ from .states import Coverage, CrashModel, StateSpace
 __all__ = [
     "EDGE_PROVIDERS", "FUZZ_PARAMS", "Campaign", "Coverage", "CrashModel", "CrashPoint", "Edge",
     "Failure", "FuzzConfig", "Interrupted", "KillRow", "LitmusResult", "LitmusTest", "Oracle",
-    "RecoveryCrash", "Report", "StateSpace", "TxHistory", "check_failures", "check_litmus",
-    "drop_stores", "every_points", "findings_of", "format_report", "fuzz", "fuzz_machine",
-    "image_hash", "kill_matrix", "litmus_suite", "load_finding", "load_litmus", "parse_litmus",
-    "reduced_points", "replay", "run_litmus", "sampled_points", "save_findings", "select_points",
+    "RecoveryCrash", "Repair", "Report", "StateSpace", "TxHistory", "check_failures",
+    "check_litmus", "drop_stores", "every_points", "findings_of", "format_report", "fuzz",
+    "fuzz_machine", "fuzz_program", "image_hash", "kill_matrix", "litmus_suite", "load_finding",
+    "load_litmus", "parse_litmus", "reduced_points", "repair_program", "replay", "run_litmus",
+    "sampled_points", "save_findings", "select_points",
 ]

@@ -42,6 +42,7 @@ from pmsim.config import CacheConfig, CacheLevel, MachineConfig, Region, param
 from pmsim.errors import ConfigError, PmsimError, unknown
 from pmsim.interrupts import catching, raise_pending
 from pmsim.machine import Machine
+from pmsim.programs.api import site_text
 from pmsim.runtimes.alloc import HeapExhausted
 from pmsim.runtimes.background import run_threads
 from pmsim.runtimes.base import Runtime
@@ -62,6 +63,7 @@ from pmsim.workloads.session import Session
 from .classes import ReadClasses
 from .model import image_hash
 from .oracle import Oracle, TxHistory
+from .robust import ORACLES, Cut, RobustOracle, violation
 from .states import CrashModel
 
 POINT_KINDS = ("reduced", "every", "sampled")
@@ -102,7 +104,14 @@ class FuzzConfig:
     params: tuple[tuple[str, Any], ...] = param((), "", "workload parameters: a mapping {name: "
                                                 "value} or (name, value) pairs; kept as pairs")
     domain: str = param("pdom1", "", "persistence domain: pdom0, pdom1 or pdom2")
-    order: str = param("line", "", "persist order mode: 'line' or 'px86'")
+    order: str = param("auto", "", "persist order mode: 'line' (a cache line persists "
+                       "atomically, its stores in order), 'px86' (only 8-byte atoms do, as x86 "
+                       "guarantees) or 'auto' (the runtime's choice: line for pmsim's runtimes, "
+                       "px86 for PM programs)")
+    oracle: str = param("auto", "", "what a recovered state is judged by: 'model' (the "
+                        "workload's reference model), 'robust' (every state strict persistency "
+                        "could recover to: no model needed) or 'auto' (the model when there is "
+                        "one, else robust)")
     threads: int = param(1, "threads", "application threads")
     txs: int = param(20, "tx", "transactions per thread in the crash-free run")
     points: str = param("reduced", "", "crash points: reduced (complete), every, sampled")
@@ -160,8 +169,12 @@ class FuzzConfig:
         if self.domain not in ("pdom0", "pdom1", "pdom2"):
             raise ConfigError(f"FuzzConfig.domain: unknown domain {self.domain!r}; use pdom0, "
                               "pdom1 or pdom2")
-        if self.order not in ("line", "px86"):
-            raise ConfigError(f"FuzzConfig.order: unknown order {self.order!r}; use line or px86")
+        if self.order not in ("auto", "line", "px86"):
+            raise ConfigError(f"FuzzConfig.order: unknown order {self.order!r}; use line, px86 "
+                              "or auto")
+        if self.oracle not in ORACLES:
+            raise ConfigError(f"FuzzConfig.oracle: unknown oracle {self.oracle!r}; use "
+                              f"{', '.join(ORACLES)}")
         if self.points not in POINT_KINDS:
             raise ConfigError(f"FuzzConfig.points: unknown kind {self.points!r}; use "
                               f"{', '.join(POINT_KINDS)}")
@@ -304,6 +317,9 @@ class Failure:
     config: FuzzConfig | None = field(default=None, repr=False)
     """The campaign's config with user classes as import paths: what reproduces the failure."""
     unreproducible: str = ""  # why ``config`` alone does not rebuild the campaign, if it does not
+    fix: tuple[Any, Any] | None = None
+    """A robustness violation of a PM program: the sites (function, line, file) of the earlier
+    store and of the later one it must persist before (crashfuzz.repair_program applies it)."""
 
     def summary(self) -> str:
         if self.kind == "crash-free":
@@ -356,6 +372,7 @@ class Report:
     deep_distinct: int = 0
     points_planned: int = 0  # crash points the campaign chose (all of them checked unless partial)
     partial: bool = False
+    notes: list[str] = field(default_factory=list)  # what the campaign assumed (Campaign.notes)
 
     @property
     def ok(self) -> bool:
@@ -427,6 +444,7 @@ class Report:
                    "classes)" if self.deep_points_classed else "")
                 if self.config.depth > 1 else "off"),
             f"  {self.seconds:.2f} s, {self.states_per_second():,.0f} states/s",
+            *(f"  note: {n}" for n in self.notes),
         ]
         return "\n".join(lines)
 
@@ -469,10 +487,15 @@ class Campaign:
                               "(its transactions are not durable), so there is nothing to fuzz; "
                               "fuzz a durable runtime such as undo, redo or cow")
         self.rt_cls = rt_cls
+        if cfg.order == "auto":
+            self.cfg = cfg = replace(cfg, order=rt_cls.default_order)
         if isinstance(runtime, str):
             self._record("runtime", runtime, "")
         elif runtime is not None:
             self._record("runtime", *self._runtime_ref(runtime, rt_cls))
+        program = getattr(rt_cls, "program", None)
+        if program is not None:
+            workload = self._program_workload(program, workload)
         with bounded(self.stall_seconds):
             wl = self._workload(workload)
         self._pristine = _fresh_copy(wl)  # the workload before it ran, for _reference_agrees
@@ -505,11 +528,14 @@ class Campaign:
         self.trace = drop_stores(self.full_trace, self.ignored)
         self.model = CrashModel(self.trace, cfg.order, cfg.domain, extra_edge_providers=self.edges)
         self.history = TxHistory.from_trace(self.trace, rt.commit_order)
-        self.oracle = Oracle(self.history, wl.expected)
         # recovery needs its functional result, not its timing; a recovery whose own trace is
         # crash-tested (record=True) runs timed, and cfg.recovery='timed' times them all
         self.scratch_timed = Machine(mcfg)
         self.scratch = self.scratch_timed if cfg.recovery == "timed" else Machine(mcfg, timed=False)
+        self.robust = self._robust(wl)
+        self.notes = self._assumptions(program)
+        self.oracle: Oracle = (RobustOracle(self.history, self.model, self._strict_view)
+                               if self.robust else Oracle(self.history, wl.expected))
         self.watchdog = Watchdog(max(self.recovery_min_ops, self.recovery_ops_factor * ops(m)),
                                  self.recovery_seconds)
         self.rt_name = getattr(rt_cls, "name", rt_cls.__name__) or rt_cls.__name__
@@ -519,6 +545,58 @@ class Campaign:
         self._read_sets: dict[tuple[int, int], frozenset[int]] = {}
         self.last_reads: set[int] = set()
         self.crash_free_failure = self._check_crash_free()
+
+    def _program_workload(self, program: type, workload: WorkloadArg | None) -> WorkloadArg:
+        """A PM program's runtime runs the program's own operations: the workload given, if it
+        is that program's, else the program's (FuzzConfig.workload then names the program)."""
+        arg = self.cfg.workload if workload is None else workload
+        try:
+            cls = get_workload(arg) if isinstance(arg, str | type) else type(arg)
+        except PmsimError:
+            cls = None
+        own = getattr(cls, "program", None)
+        if own is program:
+            return workload  # type: ignore[return-value]
+        if own is not None:
+            raise ConfigError(f"the runtime is the PM program {program.__name__} but the "
+                              f"workload is the program {own.__name__}; a program runs its own "
+                              "operations: leave the workload out")
+        from pmsim.programs import program_workload
+
+        if isinstance(self.cfg.runtime, str):
+            self.cfg = replace(self.cfg, workload=self.cfg.runtime)
+        return program_workload(program)
+
+    def _robust(self, wl: Workload) -> bool:
+        """Whether recovered states are judged by robustness (cfg.oracle; see crashfuzz.robust)."""
+        program = getattr(wl, "program", None)
+        has_model = program is None or program.model is not None
+        if self.cfg.oracle == "model" and not has_model:
+            raise ConfigError(f"oracle='model' but the PM program {program.__name__} has no "
+                              "model: give it one (class attribute model) or use oracle='robust'")
+        return self.cfg.oracle == "robust" or (self.cfg.oracle == "auto" and not has_model)
+
+    def _assumptions(self, program: type | None) -> list[str]:
+        """What the campaign assumes beyond the architecture, said in its report."""
+        notes = []
+        if self.cfg.order == "line":
+            notes.append("order line: each cache line is assumed to persist atomically, its stores "
+                         "in order; x86 guarantees only 8-byte failure atomicity (order px86)"
+                         + (" — a PM program should normally be fuzzed with order px86"
+                            if program is not None else ""))
+        if self.robust:
+            notes.append("oracle robust: a recovered state is correct if strict persistency (stores "
+                         "persisting in their visibility order) could recover to it")
+        return notes
+
+    def _strict_view(self, img: np.ndarray) -> Hashable:
+        """What recovery makes of ``img`` (the robustness oracle's prefix images), on a machine
+        of its own so that it never disturbs a recovery in progress."""
+        m = getattr(self, "_strict_m", None)
+        if m is None:
+            m = self._strict_m = Machine(self.mcfg, timed=False)
+        m.power_cycle(img)
+        return self._recover(m, False)[1]
 
     def _stalled(self, what: str) -> str:
         return f"{what} finished no transaction within {self.stall_seconds:g} s of CPU time"
@@ -683,7 +761,8 @@ class Campaign:
                        f"{h.detail}; {_NOT_CRASH}")
         if problem is None:
             return None
-        if not _trusted(self.rt_cls) and self._reference_agrees():
+        if (not _trusted(self.rt_cls) and getattr(self.rt_cls, "program", None) is None
+                and self._reference_agrees()):
             return None
         trace, m = self.trace, self.session.machine
         k = len(trace)
@@ -744,8 +823,10 @@ class Campaign:
         trial.seed = wl.seed + 7919
         m = rt.m
         trial.locks = [m.lock() for _ in range(wl.nlocks())]
-        model = wl.model()
-        for t in self._order_for(match):
+        order = self._order_for(match)
+        trial.resume(None if self.robust else order)
+        model = None if self.robust else wl.model()
+        for t in order if model is not None else ():
             model.apply(wl.executed[t])
         for _ in range(self.cfg.new_tx):
             op = trial.next_op(0, trial.rng(0))
@@ -763,8 +844,10 @@ class Campaign:
                 if not _caught(e):
                     raise
                 return f"a new transaction raised {_raised(e)}"
-            model.apply(op)
-        exp = model.snapshot()
+            if model is not None:
+                model.apply(op)
+        # without a model: what the run left, read before the restart
+        exp = model.snapshot() if model is not None else trial.app_data(rt)
         rt2, got, errs, _ = self.recover(m.pm_image())
         if rt2 is None:
             return f"recovery after a new transaction failed: {errs[0]}"
@@ -1011,11 +1094,13 @@ class Campaign:
             return None
         self._deep_seen.add(h)
         wl = stage.workload
+        order = stage.order + _prefix_order(stage.history, match)
         trial = copy.copy(wl)
         trial.executed = dict(wl.executed)
         trial._rngs = {}
         trial.seed = wl.seed + 7919 * stage.depth + point.index
         trial.locks = [m.lock() for _ in range(wl.nlocks())]
+        trial.resume(None if self.robust else order)
         for _ in range(self.cfg.depth_txs):
             op = trial.next_op(0, trial.rng(0))
             try:
@@ -1024,11 +1109,18 @@ class Campaign:
                                               0, ())])
             except HeapExhausted:
                 break  # the layout was planned for fewer transactions: run what fits
+            except BaseException as e:  # a transaction on the recovered image failed: a finding
+                if not _caught(e):
+                    raise
+                report.add(self._failure(
+                    "new-tx", point, image_hash(img), img,
+                    f"a new transaction on the recovered image raised {_raised(e)}", cands, data,
+                    stage if stage.depth > 1 else None, report))
+                return None
             if not proc.ok:
                 break
         trace = drop_stores(m.trace(), self.ignored)
         history = TxHistory.from_trace(trace, rt.commit_order)
-        order = stage.order + _prefix_order(stage.history, match)
 
         def expected(txids: Sequence[int], order: list[int] = order) -> Hashable:
             return trial.expected(order + list(txids))
@@ -1037,8 +1129,9 @@ class Campaign:
         origin = (f"{stage.origin}, then " if stage.origin else "") + (
             f"recovered the image with {where}, ran {len(history.commit_order)} new transactions")
         model = CrashModel(trace, self.cfg.order, self.cfg.domain, extra_edge_providers=self.edges)
-        return _Stage(stage.depth + 1, trace, model,
-                      Oracle(history, expected), history, rt, trial, order, origin,
+        oracle = (RobustOracle(history, model, self._strict_view) if self.robust
+                  else Oracle(history, expected))
+        return _Stage(stage.depth + 1, trace, model, oracle, history, rt, trial, order, origin,
                       stage.lineage + (point.index,))
 
     def _deep_machine(self) -> Machine:
@@ -1140,15 +1233,59 @@ class Campaign:
                            time_ns=0.0, image_hash=h, message=message, expected=[], recovered="",
                            persisted=[], image=img, depth=depth, lineage=lineage, config=self.cfg)
         labels = self.labeller(k, stage)
+        fix = None
+        if self.robust and kind == "data":
+            message, fix = self._not_robust(point, img, stage, labels)
         return Failure(
-            kind=kind, point=k, since=point.since, reason=point.reason,
+            kind=kind, point=k, since=point.since, reason=point.reason, fix=fix,
             event=labels.annotate(ev), time_ns=t, image_hash=h, message=labels.annotate(message),
-            expected=[f"per-thread prefix {key}: {_short(exp)}" for key, exp in cands],
+            expected=[(f"strict persistency, the first {key.stores} stores persisted: "
+                       if isinstance(key, Cut) else f"per-thread prefix {key}: ") + _short(exp)
+                      for key, exp in cands],
             recovered=_short(data), persisted=self.persisted_lines(point, img, tr, labels),
             image=img.copy(), depth=stage.depth if stage is not None else 1,
             origin=stage.origin if stage is not None else "", step=step or "",
             lineage=stage.lineage if stage is not None else (), config=self.cfg,
             unreproducible=self.unreproducible)
+
+    def _not_robust(self, point: Any, img: np.ndarray, stage: _Stage | None, labels: Labeller
+                    ) -> tuple[str, tuple[Any, Any] | None]:
+        """The message of a robustness violation: the store pair whose persist order the image
+        violates, among the words recovery read, and where a flush and fence restore it."""
+        msg = "not robust: the recovered state is none that strict persistency could recover to"
+        self.recover(img.copy(), track=True)
+        reads = set(self.last_reads)
+        model = stage.model if stage is not None else self.model
+        v = violation(model, point.index, img, reads) or violation(model, point.index, img)
+        if v is None:
+            return msg + " (no single pair of stores explains it)", None
+        rt = stage.runtime if stage is not None else self.session.runtime
+        sites = {i: site for i, _, site in (getattr(rt, "sites", None) or ())}
+        kept = model.trace.meta.get("kept")
+
+        ev = model.trace.events
+
+        def where(i: int) -> tuple[str, Any]:
+            full = int(kept[i]) if kept is not None else i
+            site = sites.get(full)
+            if site is not None:
+                label = labels.label(int(ev["addr"][i]))
+                return f"store to {label} at {site_text(site)}", site
+            step = self.step_of(i) if stage is None else None
+            return f"event {i}, {model.trace.describe(i)}" + (
+                f" (step {step})" if step else ""), None
+
+        early, e_site = where(v.earlier)
+        late, l_site = where(v.later)
+        msg += (f": the {late} persisted while the earlier {early} did not (recovery read both "
+                "words)")
+        if e_site is not None and l_site is not None:
+            off = v.earlier_addr - getattr(rt, "region_base", 0)
+            msg += (f"; fix: before {l_site[0]} line {l_site[1]}, persist the store of "
+                    f"{e_site[0]} line {e_site[1]}: pm.clwb({off:#x}) (its line), then "
+                    "pm.sfence()")
+            return msg, (e_site, l_site)
+        return msg + "; fix: flush the earlier store's line and fence before the later store", None
 
     def labeller(self, k: int, stage: _Stage | None = None) -> Labeller:
         """Names for the runtime's addresses at crash point ``k``; log records are found in the
@@ -1492,7 +1629,8 @@ def _header(camp: Campaign, points: Sequence[Any]) -> Report:
     (no crash point is then checked: the reference the images are judged by is wrong)."""
     failure = camp.crash_free_failure
     rep = Report(camp.cfg, camp.rt_name, workload_label(camp.session.workload), len(camp.trace),
-                 len(camp.history.commit_order), points_planned=0 if failure else len(points))
+                 len(camp.history.commit_order), points_planned=0 if failure else len(points),
+                 notes=list(camp.notes))
     if failure is not None:
         rep.add(failure)
     return rep

@@ -132,6 +132,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     seed = machine.seed if machine is not None else args.seed or 0
     cfg = FuzzConfig(runtime=args.runtime, workload=args.workload,
                      params=parse_params(args.param), domain=domain, order=args.order,
+                     oracle=args.oracle,
                      threads=args.threads, txs=args.txs,
                      points=args.points, sampled_points=args.sampled_points, budget=args.budget,
                      samples=args.samples, class_from=args.class_from, class_limit=args.class_limit,
@@ -295,25 +296,32 @@ def _pipe_safe(fn: Any) -> Any:
     return run
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="crashfuzz",
-                                description="Exhaustive crash fuzzing of PM transactions.")
-    sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="fuzz a runtime on a workload",
-                       description="Fuzz a runtime on a workload. The machine is a small one "
-                       "(small caches, so lines get evicted) unless a machine option (--preset, "
-                       "--config, --set, --cores, --barrier, --barrier-ns) names one: then it is "
-                       "that machine, as `pmsim run` builds it from the same options, its PM "
-                       "region cut to the layout; findings record it, so replay uses it. "
-                       "--domain and --seed default to the machine's (pdom1 and 0 for the small "
-                       "one).")
-    add_runtime_arg(r)
-    add_workload_args(r)
+def _cmd_program(args: argparse.Namespace) -> int:
+    """Fuzz a PM program (``run`` with the program as runtime and workload), or repair it."""
+    from .pm import _program, repair_program
 
+    _program(args.program)  # a clear error for anything that is not a program
+    args.runtime = args.workload = args.program
+    if not args.repair:
+        return int(_cmd_run(args))
+    res = repair_program(args.program, txs=args.txs, threads=args.threads,
+                         domain=args.domain or "pdom1", seed=args.seed or 0,
+                         order=args.order, budget=args.budget, samples=args.samples)
+    print(res.summary())
+    return 0 if res.ok and not res.fixes else 1
+
+
+def _campaign_args(r: argparse.ArgumentParser) -> None:
+    """The options of one campaign (``run`` and ``program``)."""
     from .campaign import MAX_TXS
-    from .litmus import MAX_STATES
 
-    r.add_argument("--order", default="line", choices=["line", "px86"])
+    r.add_argument("--order", default="auto", choices=["auto", "line", "px86"],
+                   help="persist order mode: line (a cache line persists atomically), px86 (only "
+                        "8-byte atoms do) or auto (line for pmsim's runtimes, px86 for PM "
+                        "programs)")
+    r.add_argument("--oracle", default="auto", choices=["auto", "model", "robust"],
+                   help="judge recovered states by the workload's model, by robustness (strict "
+                        "persistency: no model needed), or auto (the model if there is one)")
     r.add_argument("--threads", type=int_in(1, 64), default=1, help="application threads (1..64)")
     r.add_argument("--txs", type=int_in(1, MAX_TXS), default=20,
                    help=f"transactions per thread (1..{MAX_TXS})")
@@ -343,7 +351,38 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", help="write the report as JSON to this file")
     add_progress_arg(r)
     add_machine_args(r, omit=("backend",), preset_default=None)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="crashfuzz",
+                                description="Exhaustive crash fuzzing of PM transactions and "
+                                "PM programs.")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="fuzz a runtime on a workload",
+                       description="Fuzz a runtime on a workload. The machine is a small one "
+                       "(small caches, so lines get evicted) unless a machine option (--preset, "
+                       "--config, --set, --cores, --barrier, --barrier-ns) names one: then it is "
+                       "that machine, as `pmsim run` builds it from the same options, its PM "
+                       "region cut to the layout; findings record it, so replay uses it. "
+                       "--domain and --seed default to the machine's (pdom1 and 0 for the small "
+                       "one).")
+    add_runtime_arg(r)
+    add_workload_args(r)
+    _campaign_args(r)
     r.set_defaults(fn=_pipe_safe(_cmd_run))
+    pg = sub.add_parser(
+        "program", help="fuzz a PM program (a pmsim.programs.PMProgram in a file)",
+        description="Crash-test a PM program: its operations run as the crash-free run, every "
+        "crash image is recovered with its recover(), and the recovered state() is judged by its "
+        "model or, without one, by robustness (every state must be one strict persistency could "
+        "recover to). Persist order px86 by default: x86 guarantees 8-byte atoms, not lines.")
+    pg.add_argument("program", help="the program's import path: 'file.py:Class' or "
+                    "'package.module:Class'")
+    _campaign_args(pg)
+    pg.add_argument("--repair", action="store_true",
+                    help="apply each fix the robustness oracle suggests and fuzz again, until "
+                         "the program is clean (the fixes are printed, the file is not edited)")
+    pg.set_defaults(fn=_pipe_safe(_cmd_program), workload=None, param=[])
     m = sub.add_parser("mutants", help="fuzz every registered mutant; print the kill matrix")
     m.add_argument("--mutant", action="append", help="only these mutants (repeatable)")
     m.add_argument("--domain", action="append", choices=["pdom0", "pdom1", "pdom2"])
@@ -353,12 +392,14 @@ def build_parser() -> argparse.ArgumentParser:
     m.set_defaults(fn=_pipe_safe(_cmd_mutants))
     ab = sub.add_parser("ablate", help="drop each named persist step (and swap adjacent ones), "
                         "fuzz each: which steps does the protocol need in which domain")
-    ab.add_argument("--runtime", default="undo", help="a registered runtime (undo, redo, cow, ...)")
+    ab.add_argument("--runtime", default="undo", help="a registered runtime (undo, redo, cow, "
+                    "...), or a PM program's import path 'file.py:Class'")
     ab.add_argument("--domain", action="append", choices=["pdom0", "pdom1", "pdom2"])
     ab.add_argument("--step", action="append", help="only these steps, no swaps (repeatable)")
     ab.add_argument("--no-swaps", action="store_true", help="only drop steps")
-    ab.add_argument("--order", default="line", choices=["line", "px86"],
-                    help="persist order mode of every campaign")
+    ab.add_argument("--order", default="auto", choices=["auto", "line", "px86"],
+                    help="persist order mode of every campaign (auto: line for pmsim's "
+                         "runtimes, px86 for PM programs)")
     ab.add_argument("--txs", type=positive_int, default=8)
     ab.add_argument("--threads", type=int_in(1, 8), default=1,
                     help="worker threads (2+ for steps only other threads observe)")
@@ -370,6 +411,8 @@ def build_parser() -> argparse.ArgumentParser:
     ab.add_argument("--markdown", action="store_true", help="print the Markdown matrix with notes")
     add_progress_arg(ab)
     ab.set_defaults(fn=_pipe_safe(_cmd_ablate))
+    from .litmus import MAX_STATES
+
     lt = sub.add_parser("litmus", help="run persistency litmus tests (default: the built-in suite)")
     lt.add_argument("files", nargs="*", help=".litmus files (all are parsed before any runs)")
     lt.add_argument("--max-states", type=positive_int, default=MAX_STATES,

@@ -120,7 +120,12 @@ def trials(base: FuzzConfig, first: str = "", txs: int = 0,
     changes nothing. Each campaign is the same whatever the order, so a mutant is killed (on
     some campaign) or survives all of them either way."""
     from pmsim.errors import UnknownNameError
+    from pmsim.runtimes.registry import get_runtime
     from pmsim.workloads.base import get_workload
+
+    if getattr(get_runtime(base.runtime), "program", None) is not None:
+        yield replace(base, workload=base.runtime, txs=txs or base.txs)  # its own operations
+        return
 
     def ordered() -> Iterable[FuzzConfig]:
         if first:

@@ -343,6 +343,10 @@ class Runtime(PersistSteps, AllocLog, BackgroundThreads):
         if problem:
             raise UnsupportedDomainError(problem, cls.name or cls.__name__, domain)
 
+    default_order: ClassVar[str] = "line"
+    """The persist order mode campaigns use when told ``order='auto'`` (crashfuzz.FuzzConfig):
+    ``line`` for protocols written against line-granular flushes, ``px86`` where only the
+    architecture's 8-byte atoms may be assumed (PM programs)."""
     durable: ClassVar[bool] = True
     """False for a volatile baseline (an upper bound with no persistence): not crash-fuzzed."""
     optimistic: ClassVar[bool] = False

@@ -110,6 +110,9 @@ def get_runtime(name: str | type[Runtime] | Mutant) -> type[Runtime]:
         return name.build()
     if _is_runtime_class(name):
         return name  # type: ignore[return-value]
+    program = _program_runtime(name)
+    if program is not None:
+        return program
     if not isinstance(name, str):
         raise ConfigError(f"a runtime is a registered name, an import path 'file.py:Class', a "
                           f"Runtime subclass or a Mutant, not {_kind_of(name)}")
@@ -125,10 +128,21 @@ def get_runtime(name: str | type[Runtime] | Mutant) -> type[Runtime]:
     if isinstance(obj, Mutant):
         cls = _BUILT[name] = remember(obj.build(), name)
         return cls
+    program = _program_runtime(obj)
+    if program is not None:
+        return program
     if not _is_runtime_class(obj):
         raise ConfigError(f"{name} is {_kind_of(obj)}, not a runtime: name a subclass of "
-                          "pmsim.runtimes.Runtime or a Mutant")
+                          "pmsim.runtimes.Runtime, a Mutant or a PM program (pmsim.programs."
+                          "PMProgram)")
     return obj  # type: ignore[no-any-return]
+
+
+def _program_runtime(obj: Any) -> type[Runtime] | None:
+    """The runtime of a PM program class (:mod:`pmsim.programs`), None for anything else."""
+    from ..programs.adapt import is_program_class, program_runtime  # lazy: it imports us
+
+    return program_runtime(obj) if is_program_class(obj) else None
 
 
 _OPTIONED: dict[str, type[Runtime]] = {}

@@ -231,6 +231,12 @@ class Workload:
     def record(self, tx: Any, op: Any) -> None:
         self.executed[tx.txid] = op
 
+    def resume(self, order: Iterable[int] | None) -> None:
+        """Called on a copy of the workload that runs new transactions on a recovered image
+        whose outcome is the committed transactions ``order`` (None: unknown, as under the
+        robustness oracle): a workload that checks results as it runs starts its model there,
+        or checks none. Default: nothing."""
+
     def thread_body(self, cpu: Any, rt: Runtime, tid: int, ntx: int) -> Generator[Any, Any, None]:
         """Run ``ntx`` transactions of thread ``tid`` (a SimPy process body)."""
         rng = self.rng(tid)
@@ -328,6 +334,9 @@ def get_workload(name: str | type[Workload]) -> type[Workload]:
     _load_builtin()
     if _is_workload_class(name):
         return name  # type: ignore[return-value]
+    program = _program_workload(name)
+    if program is not None:
+        return program
     if not isinstance(name, str):
         what = f"a {type(name).__name__} instance" if isinstance(name, Workload) else repr(name)
         raise ConfigError(f"get_workload takes a registered name, an import path "
@@ -347,10 +356,20 @@ def get_workload(name: str | type[Workload]) -> type[Workload]:
     if isinstance(obj, Workload):
         raise ConfigError(f"{name} is a {type(obj).__name__} instance; name its class "
                           f"({type(obj).__name__}) and pass parameters separately")
+    program = _program_workload(obj)
+    if program is not None:
+        return program
     if not _is_workload_class(obj):
         raise ConfigError(f"{name} is {obj!r}, not a workload: name a subclass of "
-                          "pmsim.workloads.Workload")
+                          "pmsim.workloads.Workload or a PM program (pmsim.programs.PMProgram)")
     return obj  # type: ignore[no-any-return]
+
+
+def _program_workload(obj: Any) -> type[Workload] | None:
+    """The workload of a PM program class (:mod:`pmsim.programs`), None for anything else."""
+    from ..programs.adapt import is_program_class, program_workload  # lazy: it imports us
+
+    return program_workload(obj) if is_program_class(obj) else None
 
 
 WorkloadArg = str | type[Workload] | Workload | Callable[..., Workload]
