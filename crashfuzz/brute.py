@@ -246,6 +246,19 @@ class _Machine:
             out.append(self._visible(rest, li, v, True))
         return out
 
+    @staticmethod
+    def _view(st: tuple, t: int, li: int) -> int:
+        """What thread ``t`` reads at location ``li``: its newest buffered store, else memory."""
+        sb, wc, mem = st[2], st[3], st[4]
+        v = mem[li]
+        for lj, w in wc[t]:
+            if lj == li:
+                v = w
+        for b in sb[t]:
+            if b[0] in ("st", "nt") and b[1] == li:
+                v = b[2]
+        return v
+
     def _execute(self, st: tuple, t: int) -> list[tuple]:
         pcs, regs, sb, wc, mem, hist, acc, per, req, preq = st
         prog = self.progs[t]
@@ -257,6 +270,9 @@ class _Machine:
         item: tuple | None = None
         if op == "store":
             item = ("st", self.index[ins[1]], self._value(regs[t], ins[2]))
+        elif op == "pstore":  # a partial store: merged into the thread's view of the word
+            li, mask = self.index[ins[1]], ins[3]
+            item = ("st", li, (self._view(st, t, li) & ~mask) | (self._value(regs[t], ins[2]) & mask))
         elif op == "ntstore":
             item = ("nt", self.index[ins[1]], self._value(regs[t], ins[2]))
         elif op == "flush":
@@ -268,14 +284,7 @@ class _Machine:
         if item is not None:
             return [(nxt, regs, self._put(sb, t, sb[t] + (item,)), wc, mem, hist, acc, per, req, preq)]
         if op == "load":
-            li = self.index[ins[2]]
-            v = mem[li]
-            for lj, w in wc[t]:
-                if lj == li:
-                    v = w
-            for b in sb[t]:
-                if b[0] in ("st", "nt") and b[1] == li:
-                    v = b[2]
+            v = self._view(st, t, self.index[ins[2]])
             r = tuple(sorted({**dict(regs[t]), ins[1]: v}.items()))
             return [(nxt, self._put(regs, t, r), sb, wc, mem, hist, acc, per, req, preq)]
         if op == "unless":

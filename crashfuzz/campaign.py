@@ -51,6 +51,8 @@ from pmsim.runtimes.layout import Layout
 from pmsim.runtimes.mutation import Mutant
 from pmsim.runtimes.registry import MUTANTS, declares_crash_irrelevant, get_runtime, reference
 from pmsim.runtimes.steps import step_at
+from pmsim.schedule import KINDS as SCHEDULE_KINDS
+from pmsim.schedule import Schedule
 from pmsim.trace import Ev, Trace
 from pmsim.usercode import hang_error, import_path, reraise, user_raised
 from pmsim.usercode import where as user_where
@@ -146,6 +148,15 @@ class FuzzConfig:
     recovery: str = param("functional", "", "machine that recovers crash images: 'functional' "
                           "(memory and values only; fast) or 'timed' (caches, WPQ, clocks; for "
                           "measuring recovery itself). Findings are identical")
+    schedules: int = param(1, "schedules", "thread interleavings to crash-test: schedule 0 is the "
+                           "simulator's own, the others are drawn (schedule_kind); runs whose "
+                           "trace repeats one already tested are skipped")
+    schedule_kind: str = param("pct", "", "how explored schedules delay threads at their switch "
+                               "points: 'pct' (priorities with depth-1 change points) or "
+                               "'random' (see pmsim.schedule)")
+    schedule_depth: int = param(3, "", "PCT bug depth d: d-1 priority change points per schedule")
+    schedule_index: int = param(0, "", "the schedule this campaign runs (0: the simulator's own); "
+                                "set per schedule by exploration and saved with each finding")
     reduce: bool = param(True, "", "leave out stores to words the runtime declares irrelevant to "
                          "recovery (Runtime.crash_irrelevant); their images recover identically")
     stop_at_first: bool = param(False, "", "stop at the first failure in report order: chunks of "
@@ -181,7 +192,8 @@ class FuzzConfig:
         for name, low in (("threads", 1), ("txs", 1), ("budget", 1), ("samples", 1),
                           ("sampled_points", 1), ("max_failures", 1), ("depth", 1),
                           ("depth_txs", 1), ("depth_runs", 1), ("idempotence", 0), ("new_tx", 0),
-                          ("seed", 0), ("class_limit", 0), ("class_from", 0)):
+                          ("seed", 0), ("class_limit", 0), ("class_from", 0), ("schedules", 1),
+                          ("schedule_depth", 1), ("schedule_index", 0)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < low:
                 raise ConfigError(f"FuzzConfig.{name} must be an integer >= {low}, got {v!r}")
@@ -195,6 +207,9 @@ class FuzzConfig:
             v = getattr(self, name)
             if not isinstance(v, bool):
                 raise ConfigError(f"FuzzConfig.{name} must be True or False, got {v!r}")
+        if self.schedule_kind not in SCHEDULE_KINDS:
+            raise ConfigError(f"FuzzConfig.schedule_kind: unknown kind {self.schedule_kind!r}; "
+                              f"use {' or '.join(SCHEDULE_KINDS)}")
         if self.recovery not in ("functional", "timed"):
             raise ConfigError(f"FuzzConfig.recovery: unknown machine {self.recovery!r}; use "
                               "functional or timed")
@@ -373,6 +388,8 @@ class Report:
     points_planned: int = 0  # crash points the campaign chose (all of them checked unless partial)
     partial: bool = False
     notes: list[str] = field(default_factory=list)  # what the campaign assumed (Campaign.notes)
+    schedules: int = 1  # interleavings run (FuzzConfig.schedules): each crash-tested unless its
+    distinct_traces: int = 1  # trace repeated an earlier one's
 
     @property
     def ok(self) -> bool:
@@ -443,6 +460,10 @@ class Report:
                 + (f" ({self.deep_points_classed} checked by {self.deep_read_classes} read-set "
                    "classes)" if self.deep_points_classed else "")
                 if self.config.depth > 1 else "off"),
+            *([f"  schedules: {self.schedules} run ({self.config.schedule_kind}"
+               + (f", depth {self.config.schedule_depth}" if self.config.schedule_kind == "pct"
+                  else "") + f"), {self.distinct_traces} distinct traces crash-tested"]
+              if self.config.schedules > 1 else []),
             f"  {self.seconds:.2f} s, {self.states_per_second():,.0f} states/s",
             *(f"  note: {n}" for n in self.notes),
         ]
@@ -511,6 +532,10 @@ class Campaign:
             layout = rt_cls.plan(wl.spec(), cfg.threads, base.pm_region.base)
             mcfg = self.mcfg = rt_cls.fit_config(_machine_for(layout, base), layout)
             m = Machine(mcfg)
+            if cfg.schedule_index:
+                m.schedule = Schedule(cfg.schedule_kind, cfg.schedule_index, cfg.seed,
+                                      cfg.threads, cfg.schedule_depth,
+                                      horizon=4 * cfg.txs * cfg.threads)
             rt = rt_cls(m, layout)
             self.session = Session(m, rt, wl)
             rt.format()
@@ -587,6 +612,13 @@ class Campaign:
         if self.robust:
             notes.append("oracle robust: a recovered state is correct if strict persistency (stores "
                          "persisting in their visibility order) could recover to it")
+        paths = self.session.runtime.path_counts() if program is not None else {}
+        if paths:
+            never = [p for p, n in paths.items() if not n]
+            notes.append("paths the crash-free run took: " + ", ".join(
+                f"{p} x{n}" for p, n in paths.items() if n) + (
+                f"; never: {', '.join(never)} (more operations or a script reach them)"
+                if never else ""))
         return notes
 
     def _strict_view(self, img: np.ndarray) -> Hashable:
@@ -597,6 +629,16 @@ class Campaign:
             m = self._strict_m = Machine(self.mcfg, timed=False)
         m.power_cycle(img)
         return self._recover(m, False)[1]
+
+    @property
+    def trace_hash(self) -> tuple[int, int]:
+        """A hash of what the crash-free run did (each event's kind, thread, address, value and
+        marker, not its time): two schedules with equal hashes interleaved alike."""
+        ev = self.full_trace.events
+        cols = np.stack([ev["kind"].astype(np.uint64), ev["tid"].astype(np.uint64),
+                         ev["addr"].astype(np.uint64), ev["value"].astype(np.uint64),
+                         ev["aux"].astype(np.uint64)])
+        return image_hash(cols.view(np.uint8).ravel())
 
     def _stalled(self, what: str) -> str:
         return f"{what} finished no transaction within {self.stall_seconds:g} s of CPU time"
@@ -991,6 +1033,9 @@ class Campaign:
         k = point.index
         data, errors, newtx, _ = self._outcome(h, img, report, k)
         ok, cands = self.oracle.check(k, data)
+        race = self._torn_read(h, img, self.session.runtime)
+        if race:
+            return self._failure("torn", point, h, img, race, cands, data, report=report)
         if not ok:
             kind = "crash" if isinstance(data, tuple) and data[:1] == ("recovery raised",) else "data"
             return self._failure(kind, point, h, img, "recovered data matches no correct outcome",
@@ -1181,6 +1226,9 @@ class Campaign:
         """Recover one image of a run after recovery and check it against that run's oracle."""
         data, errors = self._deep_outcome(h, img, report)
         ok, cands = stage.oracle.check(point.index, data)
+        race = self._torn_read(h, img, stage.runtime)
+        if race:
+            return self._failure("torn", point, h, img, race, cands, data, stage, report)
         if ok and not errors:
             return None
         kind = ("crash" if isinstance(data, tuple) and data[:1] == ("recovery raised",)
@@ -1247,6 +1295,34 @@ class Campaign:
             origin=stage.origin if stage is not None else "", step=step or "",
             lineage=stage.lineage if stage is not None else (), config=self.cfg,
             unreproducible=self.unreproducible)
+
+    def _torn_read(self, h: tuple[int, int], img: np.ndarray, rt: Runtime) -> str:
+        """A persistency race: recovery read a word holding part of a torn store (a PM
+        program's store declared tearable, issued as pieces); "" when it did not."""
+        torn = getattr(rt, "torn_values", None)
+        if not torn:
+            return ""
+        base = self.trace.pm_base
+        words = img.view(np.uint64)
+        held = [(a, int(words[(a - base) >> 3])) for a in torn
+                if int(words[(a - base) >> 3]) in torn[a]]
+        if not held:
+            return ""
+        reads = self._read_sets.get(h)
+        if reads is None:
+            self.recover(img.copy(), track=True)
+            reads = self.last_reads
+        for a, v in held:
+            if (a - base) >> 3 in reads:
+                step, site, bits = torn[a][v]
+                off = a - getattr(rt, "region_base", 0)
+                where = f" at {site_text(site)}" if site else ""
+                return (f"persistency race: recovery read offset {off:#x} holding {v:#x}, the "
+                        f"first {bits} bits of the torn store{where} (step {step!r}, declared "
+                        "tearable) and the rest of the old value; store it atomically (one "
+                        "aligned 8-byte store), or guard it with a flag persisted after it that "
+                        "recovery checks before reading it")
+        return ""
 
     def _not_robust(self, point: Any, img: np.ndarray, stage: _Stage | None, labels: Labeller
                     ) -> tuple[str, tuple[Any, Any] | None]:
@@ -1800,7 +1876,48 @@ def fuzz(cfg: FuzzConfig | None = None, *, runtime: RuntimeArg | None = None,
         raise ConfigError(f"fuzz(shards={shards!r}): the number of units run at once must be an "
                           "integer >= 1")
     with catching():  # a KeyboardInterrupt raised by user code is told from a real Ctrl-C
+        if cfg.schedules > 1:
+            return _explore(cfg, runtime, workload, machine, executor, shards, progress)
         return _fuzz(cfg, runtime, workload, machine, executor, shards, progress)
+
+
+def _explore(cfg: FuzzConfig, runtime: RuntimeArg | None, workload: WorkloadArg | None,
+             machine: MachineConfig | None, executor: Executor | None, shards: int,
+             progress: Callable[[int, int], None] | None) -> Report:
+    """Crash-test ``cfg.schedules`` interleavings (schedule 0, then drawn ones), each whose
+    crash-free trace is new; one report, each failure with its schedule in its config."""
+    t0 = time.perf_counter()
+    seen: set[tuple[int, int]] = set()
+    total: Report | None = None
+    ran = 0
+    for i in range(cfg.schedules):
+        one = replace(cfg, schedules=1, schedule_index=i)
+        ran += 1
+        try:
+            h = Campaign(one, runtime, workload, machine).trace_hash
+        except BaseException as e:
+            _reraise(e, f"the crash-free run of schedule {i}")
+        if h in seen:
+            continue
+        seen.add(h)
+        try:
+            rep = _fuzz(one, runtime, workload, machine, executor, shards, progress)
+        except Interrupted as e:
+            if total is not None:
+                total.merge(e.report)
+                e.report = total
+            raise
+        if total is None:
+            total = replace(rep, config=replace(rep.config, schedules=cfg.schedules,
+                                                schedule_index=0))
+        else:
+            total.merge(rep)
+        if cfg.stop_at_first and not rep.ok:
+            break
+    assert total is not None
+    total.schedules, total.distinct_traces = ran, len(seen)
+    total.seconds = time.perf_counter() - t0
+    return total
 
 
 def _fuzz(cfg: FuzzConfig, runtime: RuntimeArg | None, workload: WorkloadArg | None,

@@ -134,8 +134,11 @@ _ORDER = re.compile(r"([A-Za-z_][A-Za-z_0-9]*)\s*->\s*([A-Za-z_][A-Za-z_0-9]*)$"
 U64 = (1 << 64) - 1
 MAX_ADDRESS = 1 << 20
 """Locations live below 1 MiB: a test's images are allocated in full."""
-INSTRUCTIONS = ("x:=v, x:=r, r:=x, movnt x:=v, clflush x, clflushopt x, clwb x, sfence, mfence, "
-                "pcommit, xchg x,v, r:=xchg x,v, if r=v { ... }, if r!=v { ... }")
+INSTRUCTIONS = ("x:=v, x:=r, r:=x, movnt x:=v, torn x:=v, clflush x, clflushopt x, clwb x, "
+                "sfence, mfence, pcommit, xchg x,v, r:=xchg x,v, if r=v { ... }, if r!=v { ... }")
+LOW_HALF = (1 << 32) - 1
+"""``torn x:=v`` stores the low 32 bits of ``v`` (into the thread's view of ``x``), then all of
+``v``: the two halves a compiler may split a 64-bit store into (see docs/model.md)."""
 
 
 def _int(text: str, where: str, what: str = "value") -> int:
@@ -262,7 +265,11 @@ class _Parser:
             if tok == ";":
                 self.take()
                 continue
-            out.append(self.instr())
+            ins = self.instr()
+            if ins[0] == "torn":  # the compiler's two 32-bit halves, low then high
+                out += [("pstore", ins[1], ins[2], LOW_HALF), ("store", ins[1], ins[2])]
+            else:
+                out.append(ins)
         return tuple(out)
 
     def instr(self) -> tuple:
@@ -275,6 +282,10 @@ class _Parser:
             loc = self.location()
             self.take(":=")
             return ("ntstore", loc, self.operand())
+        if head == "torn":
+            loc = self.location()
+            self.take(":=")
+            return ("torn", loc, self.operand())
         if head == "xchg":
             return self._xchg(None)
         if head == "if":
@@ -315,7 +326,7 @@ def _locations_of(prog: tuple[tuple, ...], out: list[str]) -> None:
         if ins[0] == "if":
             _locations_of(ins[4], out)
             continue
-        loc = {"flush": 2, "ntstore": 1, "store": 1, "load": 2, "xchg": 1}.get(ins[0])
+        loc = {"flush": 2, "ntstore": 1, "store": 1, "pstore": 1, "load": 2, "xchg": 1}.get(ins[0])
         if loc is not None and ins[loc] not in out:
             out.append(ins[loc])
 
@@ -587,6 +598,17 @@ def executions(test: LitmusTest, nt: str = "drain", max_states: int = MAX_STATES
     def line(loc: str) -> int:
         return addr[loc] // LINE
 
+    def view(t: int, loc: str) -> int:
+        """What thread ``t`` reads at ``loc``: its newest buffered store, else memory."""
+        v = mem[slot[loc]]
+        for w in wcs[t]:
+            if w[0] == loc:
+                v = w[1]
+        for b in bufs[t]:
+            if b[0] in ("store", "ntstore") and b[1] == loc:
+                v = b[2]
+        return v
+
     while stack:
         st = stack.pop()
         if st in seen:
@@ -648,6 +670,9 @@ def executions(test: LitmusTest, nt: str = "drain", max_states: int = MAX_STATES
             op = ins[0]
             if op in ("store", "ntstore"):
                 item = (op, ins[1], val(regs[t], ins[2]))
+            elif op == "pstore":  # the low half merged into the thread's view of the word
+                mask = ins[3]
+                item = ("store", ins[1], (view(t, ins[1]) & ~mask) | (val(regs[t], ins[2]) & mask))
             elif op == "flush":
                 item = ins
             elif op in ("pcommit", "sfence"):
@@ -657,13 +682,7 @@ def executions(test: LitmusTest, nt: str = "drain", max_states: int = MAX_STATES
             if item is not None:
                 stack.append((npcs, regs, _set(bufs, t, bufs[t] + (item,)), wcs, mem, tr))
             elif op == "load":
-                v = mem[slot[ins[2]]]
-                for w in wcs[t]:
-                    if w[0] == ins[2]:
-                        v = w[1]
-                for b in bufs[t]:
-                    if b[0] in ("store", "ntstore") and b[1] == ins[2]:
-                        v = b[2]
+                v = view(t, ins[2])
                 r = tuple(sorted({**dict(regs[t]), ins[1]: v}.items()))
                 stack.append((npcs, _set(regs, t, r), bufs, wcs, mem, tr))
             elif op == "skip_unless":

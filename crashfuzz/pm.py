@@ -89,7 +89,7 @@ class Repair:
             if i < len(self.fixes):
                 early, later = self.fixes[i]
                 lines.append(f"  fix {i + 1}: before the store at {site_text(later)}, persist "
-                             f"the last store at {site_text(early)} (clwb its line, sfence)")
+                             f"the stores at {site_text(early)} (clwb their lines, sfence)")
         verdict = ("the fixes make it robust" if self.ok else
                    "not repaired: a violation has no single-store fix" if self.reports else "")
         return "\n".join(lines + [verdict])

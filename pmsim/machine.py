@@ -294,6 +294,7 @@ class Machine:
             raise ConfigError(f"Machine(timed=...): expected True or False, got {timed!r}")
         self.config = config or MachineConfig()
         self.quantum_ns = self.config.quantum_ns  # read by every Cpu.maybe_yield
+        self.schedule: Any = None  # a pmsim.schedule.Schedule steering the interleaving, if any
         self.engine = make_engine(self.config, backend, timed)
         self.backend: str = self.engine.backend
         self.timed = timed

@@ -71,8 +71,11 @@ class ProgramRuntime(Runtime):
         self.prog = self.program()
         self.brk = self.program.region_bytes()
         self.sites: list[tuple[int, int, Site]] | None = []
-        self.last_store: dict[int, dict[Site, int]] = {}
+        self.pending: dict[Site, dict[int, None]] = {}  # repairs: lines stored at a site
+        self.paths: dict[str, int] = {}
         self.torn = dict(self.program.tearable)
+        self.torn_values: dict[int, dict[int, tuple[str, Site | None, int]]] = {}
+        """Partial values of torn stores, by address: value -> (step, site, bits written)."""
         self.trace_len = machine.engine.trace_len
         self._handles: dict[int, PM] = {}
 
@@ -116,10 +119,15 @@ class ProgramRuntime(Runtime):
         rt = super().reattach(machine)
         assert isinstance(rt, ProgramRuntime)
         rt.brk = self.brk  # beyond every block the run allocated: a recovery reuses none
+        rt.torn_values = self.torn_values
         return rt
 
     def init_program(self) -> None:
         self.prog.init(PM(self, None, "init"))
+
+    def path_counts(self) -> dict[str, int]:
+        """How often the run took each interesting path (declared ones first, 0 if never)."""
+        return {**{p: 0 for p in self.program.paths}, **self.paths}
 
     def program_state(self) -> Hashable:
         return self.prog.state(self.view())

@@ -89,6 +89,8 @@ class PMProgram:
     * ``script``: operations ``(name, *args)`` thread 0 runs first, before random ones;
     * ``model``: a reference model class, or None (then the robustness oracle judges);
     * ``steps``: help text of named steps (``{"insert.publish": "the commit token"}``);
+    * ``paths``: names of the interesting paths an operation may take (``"split"``), marked
+      with :meth:`PM.path`; the report says how often the crash-free run took each;
     * ``tearable``: ``{step name: bytes}`` for stores the compiler may split into pieces of
       that many bytes (a 64-bit store of a 32-bit target): such a store is issued as its pieces,
       so a crash may persist part of it.
@@ -100,6 +102,7 @@ class PMProgram:
     model: ClassVar[type | None] = None
     steps: ClassVar[dict[str, str]] = {}
     tearable: ClassVar[dict[str, int]] = {}
+    paths: ClassVar[tuple[str, ...]] = ()
 
     def init(self, pm: PM) -> None:
         """Write the initial persistent state (untimed, before any crash can happen)."""
@@ -244,32 +247,38 @@ class PM:
             self._repair(site, a)
         torn = rt.torn.get(step) if step is not None and rt.torn else None
         if torn:
-            self._torn(op, a, v, torn, step)
+            self._torn(op, a, v, torn, step, site)
         elif step is None or self._group is not None or rt.hook is None:
             getattr(self._cpu, op)(a, v)
         else:
             rt.hook.op(self._cpu, step, op, a, v)
 
     def _repair(self, site: Site | None, addr: int) -> None:
-        """Apply the runtime's repairs before a store at ``site``: persist the last store this
-        thread issued at each earlier site paired with it (clwb of its line, then sfence)."""
-        last = self._rt.last_store.setdefault(self.tid, {})
-        lines = [last[early] & ~(LINE - 1) for early, later in self._rt.repairs
-                 if later == site and early in last]
+        """Apply the runtime's repairs before a store at ``site``: persist the stores any
+        thread issued at each earlier site paired with it since they were last persisted so
+        (clwb of their lines, then sfence)."""
+        pending = self._rt.pending
+        lines = [line for early, later in self._rt.repairs if later == site
+                 for line in pending.pop(early, {})]
         if lines:
             for line in dict.fromkeys(lines):
                 self._cpu.clwb(line)
             self._cpu.sfence()
-        last[site] = addr
+        if site is not None and any(early == site for early, _ in self._rt.repairs):
+            pending.setdefault(site, {})[addr & ~(LINE - 1)] = None
 
-    def _torn(self, op: str, a: int, v: int, atom: int, step: str) -> None:
-        """A store the program declared tearable: issued as its ``atom``-byte pieces (the C
-        compiler may split it), each persisting on its own under ``px86``."""
-        cur = self._m.peek(a)
+    def _torn(self, op: str, a: int, v: int, atom: int, step: str, site: Site | None) -> None:
+        """A store the program declared tearable: issued as its ``atom``-byte pieces, low to
+        high (the compiler may split it), so a crash may persist some of them. The partial
+        values are recorded: recovery reading one is a race (``kind`` ``torn`` findings)."""
+        old = cur = self._m.peek(a)
         nbits = 8 * atom
         mask = (1 << nbits) - 1
+        partial = self._rt.torn_values.setdefault(a, {})
         for i in range(0, 64, nbits):
             cur = (cur & ~(mask << i)) | (v & (mask << i))
+            if cur not in (old, v):
+                partial.setdefault(cur, (step, site, i + nbits))
             if self._rt.hook is None or self._group is not None:
                 getattr(self._cpu, op)(a, cur)
             else:
@@ -298,8 +307,11 @@ class PM:
                 self._m.poke(a, args[-1])
             return old
         rt = self._rt
+        site = self._site() if rt.sites is not None or rt.repairs else None
         if rt.sites is not None:
-            rt.sites.append((rt.trace_len(), self.tid, self._site()))
+            rt.sites.append((rt.trace_len(), self.tid, site))
+        if rt.repairs:
+            self._repair(site, a)
         if step is not None and self._group is None and rt.hook is not None:
             old = self._m.peek(a)
             rt.hook.op(self._cpu, step, op, a, *args)
@@ -429,11 +441,27 @@ class PM:
             self._on_linearize = None
 
     def pause(self) -> Generator[Any, Any, None]:
-        """Let other threads run here (``yield from pm.pause()`` in a generator operation)."""
+        """A switch point (``yield from pm.pause()`` in a generator operation). The
+        simulator's own schedule switches threads between operations only (each operation
+        runs as one step, as it mostly does on hardware: a preemption inside a short window is
+        rare); an explored schedule (``FuzzConfig.schedules``) may delay the thread here, so
+        other threads run into the window."""
         if self._mode != "run":
             return
+        sched = self._m.schedule
+        if sched is None:
+            return
+        self._cpu.work(sched.delay(self.tid))
         yield from self._cpu.sync()
         yield self._m.env.timeout(0)
+        yield from self._cpu.sync()
+
+    def path(self, name: str) -> None:
+        """Note that the operation took the interesting path ``name`` (a split, a doubling):
+        the campaign's report counts them, so a run that never splits says so."""
+        if self._mode == "run":
+            paths = self._rt.paths
+            paths[name] = paths.get(name, 0) + 1
 
     def work(self, ns: float) -> None:
         """Charge ``ns`` of computation to this thread."""

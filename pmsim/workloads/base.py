@@ -241,6 +241,7 @@ class Workload:
         """Run ``ntx`` transactions of thread ``tid`` (a SimPy process body)."""
         rng = self.rng(tid)
         work = rt.m.config.costs.tx_work_ns
+        sched = rt.m.schedule
         for i in range(ntx):
             try:
                 op = self.next_op(tid, rng)
@@ -248,6 +249,8 @@ class Workload:
                 reraise(e, f"drawing thread {tid}'s transaction {i + 1} of {ntx}")
             if work:
                 cpu.work(work)
+            if sched is not None:  # a switch point of an explored schedule (pmsim.schedule)
+                cpu.work(sched.delay(tid))
             try:
                 yield from self.transaction(cpu, rt, op)
             except BaseException as e:
