@@ -615,10 +615,10 @@ class Campaign:
         paths = self.session.runtime.path_counts() if program is not None else {}
         if paths:
             never = [p for p, n in paths.items() if not n]
-            notes.append("paths the crash-free run took: " + ", ".join(
-                f"{p} x{n}" for p, n in paths.items() if n) + (
-                f"; never: {', '.join(never)} (more operations or a script reach them)"
-                if never else ""))
+            took = ", ".join(f"{p} x{n}" for p, n in paths.items() if n) or "none"
+            notes.append(f"paths the crash-free run took: {took}" + (
+                f"; never: {', '.join(never)} (more operations, threads, schedules or a script "
+                "may reach them)" if never else ""))
         return notes
 
     def _strict_view(self, img: np.ndarray) -> Hashable:
@@ -1300,18 +1300,33 @@ class Campaign:
         """A persistency race: recovery read a word holding part of a torn store (a PM
         program's store declared tearable, issued as pieces); "" when it did not."""
         torn = getattr(rt, "torn_values", None)
-        if not torn:
+        wide = getattr(rt, "wide_stores", None)
+        if not torn and not wide:
             return ""
         base = self.trace.pm_base
         words = img.view(np.uint64)
-        held = [(a, int(words[(a - base) >> 3])) for a in torn
+        held = [(a, int(words[(a - base) >> 3])) for a in torn or ()
                 if int(words[(a - base) >> 3]) in torn[a]]
-        if not held:
+        split = []
+        for step, site, parts in wide or ():
+            got = [int(words[(a - base) >> 3]) for a, _, _ in parts]
+            new = [a for (a, old, v), g in zip(parts, got, strict=True) if g == v and old != v]
+            old = [a for (a, o, v), g in zip(parts, got, strict=True) if g == o and o != v]
+            if new and old:
+                split.append((step, site, new + old))
+        if not held and not split:
             return ""
         reads = self._read_sets.get(h)
         if reads is None:
             self.recover(img.copy(), track=True)
             reads = self.last_reads
+        for step, site, addrs in split:
+            if any((a - base) >> 3 in reads for a in addrs):
+                where = f" at {site_text(site)}" if site else ""
+                return (f"persistency race: recovery read the {len(addrs)}-word store{where} "
+                        f"(step {step!r}, declared atomic) partly persisted: no x86 store wider "
+                        "than 8 bytes is failure-atomic; publish it with a flag or pointer "
+                        "persisted after it, or checksum it")
         for a, v in held:
             if (a - base) >> 3 in reads:
                 step, site, bits = torn[a][v]

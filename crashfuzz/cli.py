@@ -132,7 +132,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     seed = machine.seed if machine is not None else args.seed or 0
     cfg = FuzzConfig(runtime=args.runtime, workload=args.workload,
                      params=parse_params(args.param), domain=domain, order=args.order,
-                     oracle=args.oracle,
+                     oracle=args.oracle, schedules=args.schedules,
+                     schedule_kind=args.schedule_kind, schedule_depth=args.schedule_depth,
                      threads=args.threads, txs=args.txs,
                      points=args.points, sampled_points=args.sampled_points, budget=args.budget,
                      samples=args.samples, class_from=args.class_from, class_limit=args.class_limit,
@@ -306,7 +307,9 @@ def _cmd_program(args: argparse.Namespace) -> int:
         return int(_cmd_run(args))
     res = repair_program(args.program, txs=args.txs, threads=args.threads,
                          domain=args.domain or "pdom1", seed=args.seed or 0,
-                         order=args.order, budget=args.budget, samples=args.samples)
+                         order=args.order, budget=args.budget, samples=args.samples,
+                         schedules=args.schedules, schedule_kind=args.schedule_kind,
+                         schedule_depth=args.schedule_depth)
     print(res.summary())
     return 0 if res.ok and not res.fixes else 1
 
@@ -343,6 +346,13 @@ def _campaign_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--no-reduce", action="store_true",
                    help="keep stores the runtime declares irrelevant to recovery")
     r.add_argument("--stop-at-first", action="store_true")
+    r.add_argument("--schedules", type=int_in(1, 10_000), default=1,
+                   help="thread interleavings to crash-test (1: the simulator's own; more: "
+                        "drawn schedules too, each run with a new trace crash-tested)")
+    r.add_argument("--schedule-kind", default="pct", choices=["pct", "random"],
+                   help="how drawn schedules delay threads at their switch points")
+    r.add_argument("--schedule-depth", type=int_in(1, 64), default=3,
+                   help="PCT bug depth d (d-1 priority change points per schedule)")
     r.add_argument("--jobs", type=jobs_arg, default=1,
                    help=f"worker processes (crash points are sharded; 1..{MAX_JOBS})")
     r.add_argument("--findings", default=".crashfuzz/findings",

@@ -119,11 +119,15 @@ def trials(base: FuzzConfig, first: str = "", txs: int = 0,
     that campaign to the front, the others keep their order; a name that is not among them
     changes nothing. Each campaign is the same whatever the order, so a mutant is killed (on
     some campaign) or survives all of them either way."""
-    from pmsim.errors import UnknownNameError
+    from pmsim.errors import PmsimError, UnknownNameError
     from pmsim.runtimes.registry import get_runtime
     from pmsim.workloads.base import get_workload
 
-    if getattr(get_runtime(base.runtime), "program", None) is not None:
+    try:
+        program = getattr(get_runtime(base.runtime), "program", None)
+    except PmsimError:  # a base known only as a class (a mutant's): not a PM program's path
+        program = None
+    if program is not None:
         yield replace(base, workload=base.runtime, txs=txs or base.txs)  # its own operations
         return
 

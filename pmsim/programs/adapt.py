@@ -76,6 +76,9 @@ class ProgramRuntime(Runtime):
         self.torn = dict(self.program.tearable)
         self.torn_values: dict[int, dict[int, tuple[str, Site | None, int]]] = {}
         """Partial values of torn stores, by address: value -> (step, site, bits written)."""
+        self.wide_stores: list[tuple[str, Site | None, tuple[tuple[int, int, int], ...]]] = []
+        """Stores the program declared atomic but wider than a word: (step, site, (address,
+        old, new) per word)."""
         self.trace_len = machine.engine.trace_len
         self._handles: dict[int, PM] = {}
 
@@ -120,6 +123,7 @@ class ProgramRuntime(Runtime):
         assert isinstance(rt, ProgramRuntime)
         rt.brk = self.brk  # beyond every block the run allocated: a recovery reuses none
         rt.torn_values = self.torn_values
+        rt.wide_stores = self.wide_stores
         return rt
 
     def init_program(self) -> None:

@@ -93,7 +93,10 @@ class PMProgram:
       with :meth:`PM.path`; the report says how often the crash-free run took each;
     * ``tearable``: ``{step name: bytes}`` for stores the compiler may split into pieces of
       that many bytes (a 64-bit store of a 32-bit target): such a store is issued as its pieces,
-      so a crash may persist part of it.
+      so a crash may persist part of it;
+    * ``atomic``: step names of wide or unaligned stores (:meth:`PM.store_bytes`,
+      :meth:`PM.store_words`) the program relies on being failure-atomic, which no x86 store
+      wider than 8 bytes is: a recovery that reads one partly persisted is a race.
     """
 
     size: ClassVar[int] = 4096
@@ -102,6 +105,7 @@ class PMProgram:
     model: ClassVar[type | None] = None
     steps: ClassVar[dict[str, str]] = {}
     tearable: ClassVar[dict[str, int]] = {}
+    atomic: ClassVar[frozenset[str]] = frozenset()
     paths: ClassVar[tuple[str, ...]] = ()
 
     def init(self, pm: PM) -> None:
@@ -285,9 +289,36 @@ class PM:
                 self._rt.hook.op(self._cpu, step, op, a, cur)
 
     def store_words(self, off: int, values: Sequence[int], step: str | None = None) -> None:
-        """Store consecutive words (a memcpy of whole words)."""
-        for i, v in enumerate(values):
-            self._store("store", off + 8 * i, v, step)
+        """Store consecutive words (a memcpy of whole words): one 8-byte store each, so a crash
+        may persist some of them (declare the step in ``atomic`` to have that reported)."""
+        self._wide(step, [(off + 8 * i, v) for i, v in enumerate(values)])
+
+    def store_bytes(self, off: int, data: bytes, step: str | None = None) -> None:
+        """Store ``data`` at any byte offset (unaligned, or wider than 8 bytes): issued as the
+        8-byte words it covers, each merged with the bytes around it, low to high, so a crash
+        may persist some of them (declare the step in ``atomic`` to have that reported)."""
+        if not isinstance(data, bytes | bytearray) or not data:
+            raise ProgramError(f"pm.store_bytes: data must be non-empty bytes, got {data!r}")
+        if isinstance(off, bool) or not isinstance(off, int) or off < 0:
+            raise ProgramError(f"pm.store_bytes: the offset must be an int >= 0, got {off!r}")
+        first, end = off & ~7, (off + len(data) + 7) & ~7
+        self._addr(end - 8, "store_bytes")
+        buf = bytearray(b"".join(self.load(w).to_bytes(8, "little") if self._mode == "run"
+                                 else self._m.peek(self._addr(w, "store_bytes")).to_bytes(
+                                     8, "little") for w in range(first, end, 8)))
+        buf[off - first: off - first + len(data)] = data
+        words = [(first + 8 * i, int.from_bytes(buf[8 * i: 8 * i + 8], "little"))
+                 for i in range((end - first) // 8)]
+        self._wide(step, words)
+
+    def _wide(self, step: str | None, words: list[tuple[int, int]]) -> None:
+        """One logical store of several words; recorded when the program says it is atomic."""
+        rt = self._rt
+        if step is not None and step in rt.program.atomic and self._mode == "run":
+            rt.wide_stores.append((step, self._site(), tuple(
+                (self._base + o, self._m.peek(self._base + o), v) for o, v in words)))
+        for o, v in words:
+            self._store("store", o, v, step)
 
     def cas(self, off: int, expected: int, new: int, step: str | None = None) -> int:
         """lock cmpxchg: store ``new`` if the word is ``expected``; returns the old value. A

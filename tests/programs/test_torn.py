@@ -79,3 +79,56 @@ def test_torn_pieces_are_what_the_crash_model_sees() -> None:
     stores = [int(v) for k, v in zip(camp.trace.events["kind"], camp.trace.events["value"],
                                      strict=True) if k == 1]
     assert stores == [0x1, STEP]  # the low half first, then the whole word
+
+
+class Pair16(PMProgram):
+    """A 16-byte record (two words) stored with one store_bytes the program assumes atomic."""
+
+    size = 64
+    atomic = frozenset({"set.record"})
+
+    @operation(args=lambda rng: (int(rng.integers(1, 1 << 30)),))
+    def set(self, pm: PM, v: int) -> None:
+        pm.store_bytes(0, v.to_bytes(8, "little") * 2, step="set.record")
+        pm.persist(0, 16, step="set.persist")
+
+    def state(self, pm: PM) -> tuple[int, int]:
+        return pm.load(0), pm.load(8)
+
+
+class Pair16Unchecked(Pair16):
+    atomic = frozenset()
+
+
+class Unaligned(PMProgram):
+    """An 8-byte value at offset 4: two words, each merged with its neighbours' bytes."""
+
+    size = 64
+
+    @operation(args=lambda rng: (int(rng.integers(1, 1 << 62)),))
+    def set(self, pm: PM, v: int) -> None:
+        pm.store_bytes(4, v.to_bytes(8, "little"), step="set.value")
+        pm.persist(0, 16, step="set.persist")
+
+    def state(self, pm: PM) -> int:
+        return int.from_bytes(pm.load(0).to_bytes(8, "little")[4:]
+                              + pm.load(8).to_bytes(8, "little")[:4], "little")
+
+
+def test_a_wide_store_declared_atomic_read_partly_persisted_is_a_race() -> None:
+    rep = fuzz(FuzzConfig(txs=3, stop_at_first=True), runtime=Pair16)
+    f = rep.failures[0]
+    assert f.kind == "torn" and "2-word store" in f.message and "declared atomic" in f.message
+    # undeclared, the torn record is an ordinary robustness violation (no model: robust)
+    rep = fuzz(FuzzConfig(txs=3, stop_at_first=True), runtime=Pair16Unchecked)
+    assert rep.failures[0].kind == "data"
+
+
+def test_an_unaligned_store_is_issued_as_the_words_it_covers() -> None:
+    camp = crashfuzz.Campaign(FuzzConfig(txs=1), runtime=Unaligned)
+    ev = camp.trace.events
+    stores = [int(a) - camp.session.runtime.region_base for a, k in zip(ev["addr"], ev["kind"],
+                                                                         strict=True) if k == 1]
+    assert stores == [0, 8]
+    v = camp.session.workload.executed[camp.history.commit_order[0]][1][0]
+    assert camp.session.workload.read_data(camp.session.runtime) == v
