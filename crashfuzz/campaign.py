@@ -42,6 +42,7 @@ from pmsim.config import CacheConfig, CacheLevel, MachineConfig, Region, param
 from pmsim.errors import ConfigError, PmsimError, unknown
 from pmsim.interrupts import catching, raise_pending
 from pmsim.machine import Machine
+from pmsim.programs import program_of
 from pmsim.programs.api import site_text
 from pmsim.runtimes.alloc import HeapExhausted
 from pmsim.runtimes.background import run_threads
@@ -514,7 +515,7 @@ class Campaign:
             self._record("runtime", runtime, "")
         elif runtime is not None:
             self._record("runtime", *self._runtime_ref(runtime, rt_cls))
-        program = getattr(rt_cls, "program", None)
+        program = program_of(rt_cls)
         if program is not None:
             workload = self._program_workload(program, workload)
         with bounded(self.stall_seconds):
@@ -579,7 +580,7 @@ class Campaign:
             cls = get_workload(arg) if isinstance(arg, str | type) else type(arg)
         except PmsimError:
             cls = None
-        own = getattr(cls, "program", None)
+        own = program_of(cls) if cls is not None else None
         if own is program:
             return workload  # type: ignore[return-value]
         if own is not None:
@@ -594,7 +595,7 @@ class Campaign:
 
     def _robust(self, wl: Workload) -> bool:
         """Whether recovered states are judged by robustness (cfg.oracle; see crashfuzz.robust)."""
-        program = getattr(wl, "program", None)
+        program = program_of(wl)
         has_model = program is None or program.model is not None
         if self.cfg.oracle == "model" and not has_model:
             raise ConfigError(f"oracle='model' but the PM program {program.__name__} has no "
@@ -803,7 +804,7 @@ class Campaign:
                        f"{h.detail}; {_NOT_CRASH}")
         if problem is None:
             return None
-        if (not _trusted(self.rt_cls) and getattr(self.rt_cls, "program", None) is None
+        if (not _trusted(self.rt_cls) and program_of(self.rt_cls) is None
                 and self._reference_agrees()):
             return None
         trace, m = self.trace, self.session.machine

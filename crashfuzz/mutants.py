@@ -120,11 +120,12 @@ def trials(base: FuzzConfig, first: str = "", txs: int = 0,
     changes nothing. Each campaign is the same whatever the order, so a mutant is killed (on
     some campaign) or survives all of them either way."""
     from pmsim.errors import PmsimError, UnknownNameError
+    from pmsim.programs import program_of
     from pmsim.runtimes.registry import get_runtime
     from pmsim.workloads.base import get_workload
 
     try:
-        program = getattr(get_runtime(base.runtime), "program", None)
+        program = program_of(get_runtime(base.runtime))
     except PmsimError:  # a base known only as a class (a mutant's): not a PM program's path
         program = None
     if program is not None:

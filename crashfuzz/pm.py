@@ -18,7 +18,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from pmsim.errors import ConfigError
-from pmsim.programs import PMProgram, is_program_class, program_runtime
+from pmsim.programs import PMProgram, is_program_class, program_of, program_runtime
 from pmsim.programs.api import Site, site_text
 
 from .campaign import FuzzConfig, Report, fuzz
@@ -31,7 +31,7 @@ def _program(target: Any) -> type[PMProgram]:
     if isinstance(target, str):
         from pmsim.runtimes.registry import get_runtime
 
-        prog = getattr(get_runtime(target), "program", None)
+        prog = program_of(get_runtime(target))
         if prog is not None:
             return prog  # type: ignore[no-any-return]
         raise ConfigError(f"{target} is not a PM program: name a subclass of "

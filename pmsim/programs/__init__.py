@@ -7,8 +7,15 @@ test it. The gallery (:mod:`pmsim.programs.gallery`) holds classic persistent st
 this way, each with deliberately broken variants.
 """
 
-from .adapt import ProgramRuntime, ProgramWorkload, is_program_class, program_runtime, program_workload
+from .adapt import (
+    ProgramRuntime,
+    ProgramWorkload,
+    is_program_class,
+    program_of,
+    program_runtime,
+    program_workload,
+)
 from .api import PM, PMProgram, ProgramError, WrongResult, operation
 
 __all__ = ["PM", "PMProgram", "ProgramError", "ProgramRuntime", "ProgramWorkload", "WrongResult",
-           "is_program_class", "operation", "program_runtime", "program_workload"]
+           "is_program_class", "operation", "program_of", "program_runtime", "program_workload"]

@@ -43,6 +43,14 @@ def is_program_class(obj: Any) -> bool:
     return isinstance(obj, type) and issubclass(obj, PMProgram) and obj is not PMProgram
 
 
+def program_of(obj: Any) -> type[PMProgram] | None:
+    """The PM program a runtime or workload (class or instance) runs, None for any other."""
+    cls = obj if isinstance(obj, type) else type(obj)
+    if isinstance(cls, type) and issubclass(cls, ProgramRuntime | ProgramWorkload):
+        return cls.program if is_program_class(cls.program) else None
+    return None
+
+
 class ProgramTx(Tx):
     """One operation of a PM program."""
 
@@ -401,5 +409,5 @@ def declared_steps(prog: type[PMProgram]) -> dict[str, tuple[str, str]]:
     return out
 
 
-__all__ = ["ProgramRuntime", "ProgramWorkload", "is_program_class", "program_runtime",
-           "program_workload"]
+__all__ = ["ProgramRuntime", "ProgramWorkload", "is_program_class", "program_of",
+           "program_runtime", "program_workload"]
