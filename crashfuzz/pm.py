@@ -5,17 +5,19 @@ operations are the run's "transactions", its recovery and checker run on every d
 image, and its model (or, without one, the robustness oracle of :mod:`crashfuzz.robust`) judges
 the recovered state. ``repair_program(Broken)`` applies the robustness oracle's suggested fixes
 one at a time and re-fuzzes until the program is clean: the proof that each suggestion is
-right. ``scripts(Program)`` draws operation sequences for a Hypothesis property, which shrinks
-a failure to a minimal script.
+right. ``scripts(Program)`` draws operation sequences for a Hypothesis property, and
+:class:`ProgramCrashMachine` is a state machine over the operations that crashes the script
+anywhere; either shrinks a failure to a minimal script.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from pmsim.errors import ConfigError
 from pmsim.programs import PMProgram, is_program_class, program_of, program_runtime
@@ -116,21 +118,56 @@ def repair_program(target: Any, max_fixes: int = 8, **config: Any) -> Repair:
     return out
 
 
-def scripts(prog: type[PMProgram], max_ops: int = 12) -> st.SearchStrategy[tuple[tuple[Any, ...], ...]]:
-    """Operation sequences of ``prog``: each op drawn by name, its arguments by the op's own
-    ``args`` from a seed Hypothesis chooses (so a failing script shrinks)."""
+def operations(prog: type[PMProgram]) -> st.SearchStrategy[tuple[Any, ...]]:
+    """One operation ``(name, *args)`` of ``prog``: the name drawn by Hypothesis, the arguments
+    by the operation's own ``args`` from a seed Hypothesis chooses (so a failure shrinks)."""
     ops = prog.operations()
     if not ops:
         raise ConfigError(f"{prog.__name__} has no operations: mark them with @operation()")
-    names = list(ops)
 
     def one(name: str, seed: int) -> tuple[Any, ...]:
         spec = ops[name]
         args = tuple(spec.args(np.random.default_rng(seed))) if spec.args else ()
         return (name, *(int(a) if isinstance(a, np.integer) else a for a in args))
 
-    op = st.builds(one, st.sampled_from(names), st.integers(0, 2**32 - 1))
-    return st.lists(op, min_size=1, max_size=max_ops).map(tuple)
+    return st.builds(one, st.sampled_from(list(ops)), st.integers(0, 2**32 - 1))
 
 
-__all__ = ["Repair", "fuzz_program", "repair_program", "scripts", "with_script"]
+def scripts(prog: type[PMProgram], max_ops: int = 12) -> st.SearchStrategy[tuple[tuple[Any, ...], ...]]:
+    """Operation sequences of ``prog`` (:func:`operations`), 1 to ``max_ops`` long."""
+    return st.lists(operations(prog), min_size=1, max_size=max_ops).map(tuple)
+
+
+class ProgramCrashMachine(RuleBasedStateMachine):
+    """A Hypothesis state machine over a PM program's operations: subclass it, set
+    ``program`` (and ``config``, FuzzConfig fields), expose ``MyMachine.TestCase`` to pytest.
+    The rule ``operation`` appends one operation to the script; ``crash_here`` fuzzes the
+    script so far (every crash point, every image). A failure shrinks to a short script."""
+
+    program: ClassVar[type[PMProgram] | None] = None
+    config: ClassVar[dict[str, Any]] = {}
+    max_ops: ClassVar[int] = 8
+
+    def __init__(self) -> None:
+        super().__init__()
+        if not is_program_class(self.program):
+            raise ConfigError(f"{type(self).__name__}.program must be a PMProgram subclass, "
+                              f"got {self.program!r}")
+        self.script: list[tuple[Any, ...]] = []
+
+    @precondition(lambda self: len(self.script) < self.max_ops)
+    @rule(data=st.data())
+    def operation(self, data: st.DataObject) -> None:
+        self.script.append(data.draw(operations(self.program)))  # type: ignore[arg-type]
+
+    @precondition(lambda self: bool(self.script))
+    @rule()
+    def crash_here(self) -> None:
+        from .report import format_report
+
+        rep = fuzz_program(self.program, script=self.script, **{"depth": 1, **self.config})
+        assert rep.ok, f"script: {self.script!r}\n\n{format_report(rep, show=1)}"
+
+
+__all__ = ["ProgramCrashMachine", "Repair", "fuzz_program", "operations", "repair_program",
+           "scripts", "with_script"]

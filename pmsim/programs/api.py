@@ -435,11 +435,9 @@ class PM:
 
     @contextmanager
     def step(self, name: str) -> Iterator[PM]:
-        """Issue a group of instructions as one named persist step::
-
-            with pm.step("insert.publish"):
-                pm.store(slot, key); pm.clwb(slot); pm.sfence()
-        """
+        """Issue a group of instructions as one named persist step: the instructions inside
+        ``with pm.step("insert.publish"):`` are dropped, delayed or kept together by a
+        mutation of that step."""
         if not isinstance(name, str) or not name:
             raise ProgramError(f"pm.step: a step needs a name (a non-empty str), got {name!r}")
         h = self._rt.hook

@@ -8,12 +8,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import Phase, given, settings
+from hypothesis.stateful import run_state_machine_as_test
 
 import crashfuzz
 from crashfuzz.ablation import ablate
 from crashfuzz.cli import main
-from crashfuzz.pm import scripts
+from crashfuzz.pm import ProgramCrashMachine, scripts
 from pmsim.programs.gallery import PLog, SlotHash
 
 TWIN_FILE = textwrap.dedent('''
@@ -140,3 +141,24 @@ def test_a_script_runs_as_written() -> None:
 def test_any_script_of_the_slot_hash_is_crash_consistent(script) -> None:
     rep = crashfuzz.fuzz_program(SlotHash, script=script, depth=1, idempotence=1)
     assert rep.ok, crashfuzz.format_report(rep)
+
+
+class SlotHashMachine(ProgramCrashMachine):
+    program = SlotHash
+    max_ops = 5
+
+
+SlotHashMachine.TestCase.settings = settings(max_examples=3, stateful_step_count=5,
+                                             deadline=None)
+TestSlotHashMachine = SlotHashMachine.TestCase
+
+
+def test_the_state_machine_catches_a_broken_program() -> None:
+    from pmsim.programs.gallery import SlotHashOneFlush
+
+    class Broken(ProgramCrashMachine):
+        program = SlotHashOneFlush
+
+    with pytest.raises(AssertionError, match="script: \\[\\('put'"):  # not shrunk: quick
+        run_state_machine_as_test(Broken, settings=settings(
+            max_examples=30, deadline=None, stateful_step_count=6, phases=[Phase.generate]))
