@@ -391,6 +391,7 @@ class Report:
     notes: list[str] = field(default_factory=list)  # what the campaign assumed (Campaign.notes)
     schedules: int = 1  # interleavings run (FuzzConfig.schedules): each crash-tested unless its
     distinct_traces: int = 1  # trace repeated an earlier one's
+    paths: dict[str, int] = field(default_factory=dict)  # a PM program's paths: times taken
 
     @property
     def ok(self) -> bool:
@@ -429,6 +430,14 @@ class Report:
         del self.failures[self.config.max_failures:]
         self.first_failure_point = self.failures[0].point if self.failures else None
 
+    def _paths_line(self) -> str:
+        never = [p for p, n in self.paths.items() if not n]
+        took = ", ".join(f"{p} x{n}" for p, n in self.paths.items() if n) or "none"
+        runs = "runs" if self.schedules > 1 else "run"
+        return (f"  paths the crash-free {runs} took: {took}" + (
+            f"; never: {', '.join(never)} (more operations, threads, schedules or a script may "
+            "reach them)" if never else ""))
+
     def states_per_second(self) -> float:
         return self.states_checked / self.seconds if self.seconds else 0.0
 
@@ -466,6 +475,7 @@ class Report:
                   else "") + f"), {self.distinct_traces} distinct traces crash-tested"]
               if self.config.schedules > 1 else []),
             f"  {self.seconds:.2f} s, {self.states_per_second():,.0f} states/s",
+            *([self._paths_line()] if self.paths else []),
             *(f"  note: {n}" for n in self.notes),
         ]
         return "\n".join(lines)
@@ -560,6 +570,7 @@ class Campaign:
         self.scratch = self.scratch_timed if cfg.recovery == "timed" else Machine(mcfg, timed=False)
         self.robust = self._robust(wl)
         self.notes = self._assumptions(program)
+        self.paths: dict[str, int] = self.session.runtime.path_counts() if program else {}
         self.oracle: Oracle = (RobustOracle(self.history, self.model, self._strict_view)
                                if self.robust else Oracle(self.history, wl.expected))
         self.watchdog = Watchdog(max(self.recovery_min_ops, self.recovery_ops_factor * ops(m)),
@@ -613,23 +624,17 @@ class Campaign:
         if self.robust:
             notes.append("oracle robust: a recovered state is correct if strict persistency (stores "
                          "persisting in their visibility order) could recover to it")
-        paths = self.session.runtime.path_counts() if program is not None else {}
-        if paths:
-            never = [p for p, n in paths.items() if not n]
-            took = ", ".join(f"{p} x{n}" for p, n in paths.items() if n) or "none"
-            notes.append(f"paths the crash-free run took: {took}" + (
-                f"; never: {', '.join(never)} (more operations, threads, schedules or a script "
-                "may reach them)" if never else ""))
         return notes
 
-    def _strict_view(self, img: np.ndarray) -> Hashable:
-        """What recovery makes of ``img`` (the robustness oracle's prefix images), on a machine
-        of its own so that it never disturbs a recovery in progress."""
+    def _strict_view(self, img: np.ndarray, base: Runtime | None = None) -> Hashable:
+        """What recovery (by ``base``'s kind, default the crash-free run's runtime) makes of
+        ``img`` (the robustness oracle's prefix images), on a machine of its own so that it
+        never disturbs a recovery in progress."""
         m = getattr(self, "_strict_m", None)
         if m is None:
             m = self._strict_m = Machine(self.mcfg, timed=False)
         m.power_cycle(img)
-        return self._recover(m, False)[1]
+        return self._recover(m, False, base)[1]
 
     @property
     def trace_hash(self) -> tuple[int, int]:
@@ -721,7 +726,8 @@ class Campaign:
         return cfg.txs + max(cfg.new_tx, (cfg.depth - 1) * cfg.depth_txs)
 
     # -- recovery -----------------------------------------------------------------------------
-    def recover(self, image: np.ndarray, record: bool = False, track: bool = False
+    def recover(self, image: np.ndarray, record: bool = False, track: bool = False,
+                base: Runtime | None = None
                 ) -> tuple[Runtime | None, Hashable, list[str], Trace | None]:
         """Power-cycle the scratch machine, load ``image``, recover; (runtime, data, errors,
         recovery trace when ``record``).
@@ -738,13 +744,16 @@ class Campaign:
         if track:  # the words recovery, the data reader and the invariant check read
             self.last_reads = m.start_read_log().reads
             try:
-                return self._recover(m, record)
+                return self._recover(m, record, base)
             finally:
                 m.stop_read_log()
-        return self._recover(m, record)
+        return self._recover(m, record, base)
 
-    def _recover(self, m: Machine, record: bool) -> tuple[Runtime | None, Hashable, list[str],
-                                                          Trace | None]:
+    def _recover(self, m: Machine, record: bool, base: Runtime | None = None
+                 ) -> tuple[Runtime | None, Hashable, list[str], Trace | None]:
+        """Recovery on ``m`` by a runtime reattached from ``base`` (the runtime that ran the
+        trace the image comes from: a run after recovery continues its heap) or the crash-free
+        run's."""
         wl = self.session.workload
         wd = self.watchdog
         rt: Runtime | None = None
@@ -755,7 +764,7 @@ class Campaign:
             wd.start(m)
             try:
                 try:
-                    rt = self.session.runtime.reattach(m)
+                    rt = (base or self.session.runtime).reattach(m)
                     rt.recover(m.cpu(0))
                 except BaseException as e:  # any failure of user code is a finding, not a crash
                     if not _caught(e):
@@ -938,12 +947,13 @@ class Campaign:
                     break
         return candidate
 
-    def _recover_logged(self, h: tuple[int, int], img: np.ndarray, report: Report, track: bool
+    def _recover_logged(self, h: tuple[int, int], img: np.ndarray, report: Report, track: bool,
+                        base: Runtime | None = None
                         ) -> tuple[Runtime | None, Hashable, list[str], Trace | None]:
         """Recover ``img`` (counted); with ``track`` cache the words it read under ``h``, unless
         they are many (a recovery that scans the whole region is recovered again if needed)."""
         report.recoveries += 1
-        out = self.recover(img, track=track)
+        out = self.recover(img, track=track, base=base)
         if track and len(self.last_reads) <= READS_CACHED:
             self._read_sets[h] = frozenset(self.last_reads)
         return out
@@ -1034,7 +1044,7 @@ class Campaign:
         k = point.index
         data, errors, newtx, _ = self._outcome(h, img, report, k)
         ok, cands = self.oracle.check(k, data)
-        race = self._torn_read(h, img, self.session.runtime)
+        race = self._torn_read(h, img, self.session.runtime, k, self.trace)
         if race:
             return self._failure("torn", point, h, img, race, cands, data, report=report)
         if not ok:
@@ -1123,7 +1133,8 @@ class Campaign:
                             report: Report) -> _Stage | None:
         """The traced run of recovery plus new transactions on ``img``, as a stage; None when
         the image does not recover to a correct outcome or its recovered image was seen."""
-        data, errors = self._deep_outcome(image_hash(img), img, report)
+        data, errors = self._deep_outcome(image_hash(img), img, report,
+                                          base=stage.runtime if stage.depth > 1 else None)
         ok, cands = stage.oracle.check(point.index, data)
         match = next((key for key, exp in cands if exp == data), None)
         if not ok or errors or match is None:
@@ -1175,8 +1186,8 @@ class Campaign:
         origin = (f"{stage.origin}, then " if stage.origin else "") + (
             f"recovered the image with {where}, ran {len(history.commit_order)} new transactions")
         model = CrashModel(trace, self.cfg.order, self.cfg.domain, extra_edge_providers=self.edges)
-        oracle = (RobustOracle(history, model, self._strict_view) if self.robust
-                  else Oracle(history, expected))
+        oracle = (RobustOracle(history, model, lambda img: self._strict_view(img, rt))
+                  if self.robust else Oracle(history, expected))
         return _Stage(stage.depth + 1, trace, model, oracle, history, rt, trial, order, origin,
                       stage.lineage + (point.index,))
 
@@ -1186,15 +1197,16 @@ class Campaign:
         return self._deep_m
 
     def _deep_outcome(self, h: tuple[int, int], img: np.ndarray, report: Report,
-                      track: bool = False) -> tuple[Hashable, list[str]]:
+                      track: bool = False, base: Runtime | None = None
+                      ) -> tuple[Hashable, list[str]]:
         """(data, invariant errors) of recovering ``img``, once per distinct image hash;
         ``track`` as for :meth:`_outcome`."""
         out = self._outcomes[h][:2] if h in self._outcomes else self._deep_outcomes.get(h)
         if out is not None and track and h not in self._read_sets:
-            self._recover_logged(h, img, report, True)
+            self._recover_logged(h, img, report, True, base)
         if out is None:
             report.deep_distinct += 1
-            _, data, errors, _ = self._recover_logged(h, img, report, track)
+            _, data, errors, _ = self._recover_logged(h, img, report, track, base)
             out = self._deep_outcomes[h] = (data, errors)
         return out
 
@@ -1203,7 +1215,8 @@ class Campaign:
         space = stage.model.space(point)
         report.deep_points += 1
         reps = None if not self._classes_first(space) else self._by_class(
-            space, report, lambda h, img, track: self._deep_outcome(h, img, report, track), deep=True)
+            space, report, lambda h, img, track: self._deep_outcome(h, img, report, track,
+                                                                   stage.runtime), deep=True)
         if space.count <= cfg.budget or reps is not None:
             report.deep_states += space.count
             images: Iterable[tuple[tuple[int, int], np.ndarray]] = (
@@ -1225,9 +1238,9 @@ class Campaign:
     def check_deep_image(self, stage: _Stage, point: Any, h: tuple[int, int], img: np.ndarray,
                          report: Report) -> Failure | None:
         """Recover one image of a run after recovery and check it against that run's oracle."""
-        data, errors = self._deep_outcome(h, img, report)
+        data, errors = self._deep_outcome(h, img, report, base=stage.runtime)
         ok, cands = stage.oracle.check(point.index, data)
-        race = self._torn_read(h, img, stage.runtime)
+        race = self._torn_read(h, img, stage.runtime, point.index, stage.trace)
         if race:
             return self._failure("torn", point, h, img, race, cands, data, stage, report)
         if ok and not errors:
@@ -1297,61 +1310,82 @@ class Campaign:
             lineage=stage.lineage if stage is not None else (), config=self.cfg,
             unreproducible=self.unreproducible)
 
-    def _torn_read(self, h: tuple[int, int], img: np.ndarray, rt: Runtime) -> str:
-        """A persistency race: recovery read a word holding part of a torn store (a PM
-        program's store declared tearable, issued as pieces); "" when it did not."""
-        torn = getattr(rt, "torn_values", None)
+    def _torn_read(self, h: tuple[int, int], img: np.ndarray, rt: Runtime, k: int,
+                   trace: Trace) -> str:
+        """A persistency race: recovery read a word holding part of a store issued as pieces
+        before crash point ``k`` (a PM program's store declared tearable, or a wide store it
+        declared atomic) by ``rt``, the runtime that ran ``trace``; "" when it did not."""
+        torn = getattr(rt, "torn_stores", None)
         wide = getattr(rt, "wide_stores", None)
         if not torn and not wide:
             return ""
-        base = self.trace.pm_base
+        kept = trace.meta.get("kept")
+        full_k = (int(kept[k - 1]) + 1 if k else 0) if kept is not None else k
+        base = trace.pm_base
         words = img.view(np.uint64)
-        held = [(a, int(words[(a - base) >> 3])) for a in torn or ()
-                if int(words[(a - base) >> 3]) in torn[a]]
-        split = []
-        for step, site, parts in wide or ():
+        ev = trace.events
+        stores = np.isin(ev["kind"], (Ev.STORE, Ev.NTSTORE)) | (
+            (ev["kind"] == Ev.RMW) & (ev["aux"] == 1))
+        full = kept if kept is not None else np.arange(len(ev))
+
+        def later_values(a: int, after: int) -> set[int]:
+            """Values stored to ``a`` after full-trace index ``after`` and before the crash."""
+            sel = stores & (ev["addr"] == a) & (full > after) & (full < full_k)
+            return set(ev["value"][sel].tolist())
+
+        found: list[tuple[list[int], str]] = []
+        for step, site, a, old, new, pieces in torn or ():
+            cur = int(words[(a - base) >> 3])
+            piece = next((p for p in pieces[:-1] if p[0] < full_k and p[1] == cur
+                          and cur not in (old, new)), None)
+            if piece is not None and cur in later_values(a, pieces[-1][0]):
+                piece = None  # a later store wrote the same value: not necessarily a tear
+            if piece is not None:
+                off = a - getattr(rt, "region_base", 0)
+                where = f" at {site_text(site)}" if site else ""
+                found.append(([a], f"persistency race: recovery read offset {off:#x} holding "
+                                   f"{cur:#x}, the first {piece[2]} bits of the torn store{where} "
+                                   f"(step {step!r}, declared tearable) and the rest of the old "
+                                   "value; store it atomically (one aligned 8-byte store), or "
+                                   "guard it with a flag persisted after it that recovery "
+                                   "checks before reading it"))
+        for step, site, first, _, parts in wide or ():
+            if first >= full_k:
+                continue
             got = [int(words[(a - base) >> 3]) for a, _, _ in parts]
-            new = [a for (a, old, v), g in zip(parts, got, strict=True) if g == v and old != v]
+            new = [a for (a, o, v), g in zip(parts, got, strict=True) if g == v and o != v]
             old = [a for (a, o, v), g in zip(parts, got, strict=True) if g == o and o != v]
             if new and old:
-                split.append((step, site, new + old))
-        if not held and not split:
+                where = f" at {site_text(site)}" if site else ""
+                found.append((new + old, f"persistency race: recovery read the {len(parts)}-word "
+                                         f"store{where} (step {step!r}, declared atomic) partly "
+                                         "persisted: no x86 store wider than 8 bytes is "
+                                         "failure-atomic; publish it with a flag or pointer "
+                                         "persisted after it, or checksum it"))
+        if not found:
             return ""
         reads = self._read_sets.get(h)
         if reads is None:
-            self.recover(img.copy(), track=True)
+            self.recover(img.copy(), track=True, base=rt)
             reads = self.last_reads
-        for step, site, addrs in split:
-            if any((a - base) >> 3 in reads for a in addrs):
-                where = f" at {site_text(site)}" if site else ""
-                return (f"persistency race: recovery read the {len(addrs)}-word store{where} "
-                        f"(step {step!r}, declared atomic) partly persisted: no x86 store wider "
-                        "than 8 bytes is failure-atomic; publish it with a flag or pointer "
-                        "persisted after it, or checksum it")
-        for a, v in held:
-            if (a - base) >> 3 in reads:
-                step, site, bits = torn[a][v]
-                off = a - getattr(rt, "region_base", 0)
-                where = f" at {site_text(site)}" if site else ""
-                return (f"persistency race: recovery read offset {off:#x} holding {v:#x}, the "
-                        f"first {bits} bits of the torn store{where} (step {step!r}, declared "
-                        "tearable) and the rest of the old value; store it atomically (one "
-                        "aligned 8-byte store), or guard it with a flag persisted after it that "
-                        "recovery checks before reading it")
-        return ""
+        return next((msg for addrs, msg in found
+                     if any((a - base) >> 3 in reads for a in addrs)), "")
 
     def _not_robust(self, point: Any, img: np.ndarray, stage: _Stage | None, labels: Labeller
                     ) -> tuple[str, tuple[Any, Any] | None]:
         """The message of a robustness violation: the store pair whose persist order the image
         violates, among the words recovery read, and where a flush and fence restore it."""
         msg = "not robust: the recovered state is none that strict persistency could recover to"
-        self.recover(img.copy(), track=True)
+        rt = stage.runtime if stage is not None else self.session.runtime
+        self.recover(img.copy(), track=True, base=rt)
         reads = set(self.last_reads)
         model = stage.model if stage is not None else self.model
-        v = violation(model, point.index, img, reads) or violation(model, point.index, img)
+        v = violation(model, point.index, img, reads)
+        read_both = v is not None
+        if v is None:
+            v = violation(model, point.index, img)
         if v is None:
             return msg + " (no single pair of stores explains it)", None
-        rt = stage.runtime if stage is not None else self.session.runtime
         sites = {i: site for i, _, site in (getattr(rt, "sites", None) or ())}
         kept = model.trace.meta.get("kept")
 
@@ -1369,13 +1403,13 @@ class Campaign:
 
         early, e_site = where(v.earlier)
         late, l_site = where(v.later)
-        msg += (f": the {late} persisted while the earlier {early} did not (recovery read both "
-                "words)")
+        msg += (f": the {late} persisted while the earlier {early} did not"
+                + (" (recovery read both words)" if read_both else ""))
         if e_site is not None and l_site is not None:
             off = v.earlier_addr - getattr(rt, "region_base", 0)
             msg += (f"; fix: before {l_site[0]} line {l_site[1]}, persist the store of "
-                    f"{e_site[0]} line {e_site[1]}: pm.clwb({off:#x}) (its line), then "
-                    "pm.sfence()")
+                    f"{e_site[0]} line {e_site[1]}: a pm.clwb of its line (offset {off:#x} in "
+                    "this run), then pm.sfence()")
             return msg, (e_site, l_site)
         return msg + "; fix: flush the earlier store's line and fence before the later store", None
 
@@ -1552,6 +1586,9 @@ def _crash_free_problem(s: Session, recover: Callable[[np.ndarray], tuple[Any, H
     them (unless a transaction is still open: a program may stop inside one), then after a
     clean restart (``recover`` on the image the run left). None if nothing."""
     wl, rt = s.workload, s.runtime
+    wrong = getattr(wl, "mismatch", "")
+    if wrong:  # a PM program's operation returned what its model does not
+        return f"an operation's result disagrees with the model in the crash-free run: {wrong}"
     try:
         expected = wl.expected(rt.commit_order)
     except BaseException as e:
@@ -1722,7 +1759,7 @@ def _header(camp: Campaign, points: Sequence[Any]) -> Report:
     failure = camp.crash_free_failure
     rep = Report(camp.cfg, camp.rt_name, workload_label(camp.session.workload), len(camp.trace),
                  len(camp.history.commit_order), points_planned=0 if failure else len(points),
-                 notes=list(camp.notes))
+                 notes=list(camp.notes), paths=dict(camp.paths))
     if failure is not None:
         rep.add(failure)
     return rep
@@ -1925,9 +1962,11 @@ def _explore(cfg: FuzzConfig, runtime: RuntimeArg | None, workload: WorkloadArg 
             raise
         if total is None:
             total = replace(rep, config=replace(rep.config, schedules=cfg.schedules,
-                                                schedule_index=0))
+                                                schedule_index=0), paths=dict(rep.paths))
         else:
             total.merge(rep)
+            for p, n in rep.paths.items():
+                total.paths[p] = total.paths.get(p, 0) + n
         if cfg.stop_at_first and not rep.ok:
             break
     assert total is not None

@@ -101,7 +101,8 @@ def _report_doc(rep: Any) -> dict[str, Any]:
         "deep_points_classed", "deep_read_classes", "read_log_misses", "states_total", "states_checked",
         "distinct_images", "recoveries", "idempotence_images", "new_tx_checks", "failure_count",
         "seconds", "first_failure_point", "deep_runs", "deep_candidates", "deep_points",
-        "deep_points_sampled", "deep_states", "deep_distinct")}
+        "deep_points_sampled", "deep_states", "deep_distinct", "schedules", "distinct_traces",
+        "paths", "notes")}
     doc["config"] = rep.config.to_dict()
     doc["failures"] = [f.summary() for f in rep.failures]
     return doc
@@ -305,11 +306,17 @@ def _cmd_program(args: argparse.Namespace) -> int:
     args.runtime = args.workload = args.program
     if not args.repair:
         return int(_cmd_run(args))
+    if machine_given(args):
+        raise PmsimError("--repair runs on the small fuzzing machine; leave out the machine "
+                         "options (--preset, --config, --set, --cores, --barrier, --barrier-ns)")
     res = repair_program(args.program, txs=args.txs, threads=args.threads,
                          domain=args.domain or "pdom1", seed=args.seed or 0,
                          order=args.order, budget=args.budget, samples=args.samples,
-                         schedules=args.schedules, schedule_kind=args.schedule_kind,
-                         schedule_depth=args.schedule_depth)
+                         points=args.points, sampled_points=args.sampled_points,
+                         class_from=args.class_from, class_limit=args.class_limit,
+                         idempotence=args.idempotence, new_tx=0 if args.no_new_tx else 1,
+                         reduce=not args.no_reduce, schedules=args.schedules,
+                         schedule_kind=args.schedule_kind, schedule_depth=args.schedule_depth)
     print(res.summary())
     return 0 if res.ok and not res.fixes else 1
 

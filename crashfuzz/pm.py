@@ -92,9 +92,18 @@ class Repair:
                 early, later = self.fixes[i]
                 lines.append(f"  fix {i + 1}: before the store at {site_text(later)}, persist "
                              f"the stores at {site_text(early)} (clwb their lines, sfence)")
-        verdict = ("the fixes make it robust" if self.ok else
-                   "not repaired: a violation has no single-store fix" if self.reports else "")
-        return "\n".join(lines + [verdict])
+        return "\n".join(lines + [self._verdict()])
+
+    def _verdict(self) -> str:
+        if self.ok:
+            return "the fixes make it robust" if self.fixes else "robust as written"
+        last = self.reports[-1] if self.reports else None
+        fix = next((f.fix for f in last.failures if f.fix is not None), None) if last else None
+        if fix is None:
+            return "not repaired: the violation has no store-pair fix (see the finding)"
+        if fix in self.fixes:
+            return "not repaired: the same fix is suggested again (it does not remove the bug)"
+        return f"not repaired within {len(self.fixes)} fixes (raise max_fixes)"
 
 
 def repair_program(target: Any, max_fixes: int = 8, **config: Any) -> Repair:

@@ -59,6 +59,13 @@ class RobustOracle(Oracle):
         self._seen: dict[tuple[int, int], Hashable] = {}
         self._threads = len(history.by_thread)
 
+    @staticmethod
+    def failed(state: Hashable) -> bool:
+        """Whether ``state`` is a recovery (or data reader) that raised or did not end."""
+        from .campaign import RecoveryCrash  # the campaign imports this module
+
+        return isinstance(state, RecoveryCrash)
+
     def state_after(self, j: int) -> Hashable:
         """The recovered state of the image holding exactly the first ``j`` stores."""
         ix = self.crash_model.index
@@ -77,6 +84,8 @@ class RobustOracle(Oracle):
         plain: list[tuple[tuple[int, ...], Hashable]] = []
         for j in range(n + 1):
             v = self.state_after(j)
+            if self.failed(v):  # a prefix whose recovery raised is no correct state: the
+                continue       # image itself is checked (and reported) as a crash image too
             try:
                 if v not in out:
                     out[v] = (Cut(self._threads, j), v)
@@ -103,9 +112,11 @@ class Violation:
 def violation(model: CrashModel, k: int, img: np.ndarray,
               reads: Collection[int] | None = None) -> Violation | None:
     """The violated store pair of ``img`` at point ``k``, among the PM words ``reads`` (word
-    indices; all written words when None): the word whose value needs the latest prefix
-    against the word whose value needs the earliest. None when the words read are consistent
-    with some prefix (the state differs for another reason, e.g. equal values)."""
+    indices; all written words when None). Each word's value allows the prefix lengths j of
+    the intervals where the word holds it; the word whose earliest allowed j is the largest,
+    against the word whose latest allowed j is the smallest, is a pair no prefix satisfies when
+    the first exceeds the second. None otherwise (the words read agree with some prefix, or
+    disagree only through values that recur, which no single pair explains)."""
     ix = model.index
     tr = model.trace
     n = ix.stores_before(k)
@@ -125,17 +136,15 @@ def violation(model: CrashModel, k: int, img: np.ndarray,
         if wanted is not None and w not in wanted:
             continue
         cur = got[w]
-        # intervals of prefix lengths j consistent with the word's value, latest first
-        lo, hi = None, None
+        # intervals [bounds[i], ends[i]] of prefix lengths j in which the word holds its i-th
+        # value (0: the base); lo is the earliest j allowing cur, hi the latest
         bounds = [0] + [g + 1 for g in gs]
         ends = [g for g in gs] + [n]
-        for i in range(len(bounds) - 1, -1, -1):
-            v = base[w] if i == 0 else vals[gs[i - 1]]
-            if v == cur:
-                lo, hi = bounds[i], ends[i]
-                break
-        if lo is None:
+        match = [i for i in range(len(bounds))
+                 if (base[w] if i == 0 else vals[gs[i - 1]]) == cur]
+        if not match:
             continue  # a value no prefix has (a torn or foreign store): not this oracle's pair
+        lo, hi = bounds[match[0]], ends[match[-1]]
         if lo > lo_best[0]:
             lo_best = (lo, w)
         if hi < hi_best[0]:

@@ -32,8 +32,8 @@ from .api import LINE, PM, PMProgram, ProgramError, Site, WrongResult, auto_name
 FLUSH_KINDS = {"clwb": "flush", "clflushopt": "flush", "clflush": "flush", "flush": "flush",
                "sfence": "fence", "mfence": "fence", "persist": "flush"}
 """Instructions that are always persist steps (named by the program or automatically)."""
-STORE_KINDS = {"store": "store", "ntstore": "store", "store_words": "group", "cas": "store",
-               "xchg": "store"}
+STORE_KINDS = {"store": "store", "ntstore": "store", "store_words": "store",
+               "store_bytes": "store", "cas": "store", "xchg": "store", "step": "group"}
 """Instructions that are persist steps when the program names them (``step=``)."""
 SLACK_OPS = 8
 """Operations' worth of heap beyond what the campaign plans (a recovery that allocates)."""
@@ -82,13 +82,40 @@ class ProgramRuntime(Runtime):
         self.pending: dict[Site, dict[int, None]] = {}  # repairs: lines stored at a site
         self.paths: dict[str, int] = {}
         self.torn = dict(self.program.tearable)
-        self.torn_values: dict[int, dict[int, tuple[str, Site | None, int]]] = {}
-        """Partial values of torn stores, by address: value -> (step, site, bits written)."""
-        self.wide_stores: list[tuple[str, Site | None, tuple[tuple[int, int, int], ...]]] = []
-        """Stores the program declared atomic but wider than a word: (step, site, (address,
-        old, new) per word)."""
+        self.torn_stores: list[tuple[str, Site | None, int, int, int,
+                                     tuple[tuple[int, int, int], ...]]] = []
+        """This runtime's torn stores: (step, site, address, old value, new value, pieces as
+        (trace index, value after it, bits written))."""
+        self.wide_stores: list[tuple[str, Site | None, int, int,
+                                     tuple[tuple[int, int, int], ...]]] = []
+        """This runtime's stores declared atomic but wider than a word: (step, site, first and
+        end trace index, (address, old, new) per word)."""
         self.trace_len = machine.engine.trace_len
         self._handles: dict[int, PM] = {}
+
+    DISCOVERY_OPS: ClassVar[int] = 32
+    """Operations of the run that finds the steps the source scan cannot see (issued from a
+    helper function outside the class, or named at run time)."""
+
+    @classmethod
+    def persist_steps(cls) -> list[Any]:
+        """The steps found in the program's source, plus those a short run of its operations
+        issues (once per class): the same list in a fresh process as after any campaign."""
+        if "_discovered" not in cls.__dict__:
+            cls._discovered = True
+            cls._discover()
+        return super().persist_steps()
+
+    @classmethod
+    def _discover(cls) -> None:
+        from ..workloads.session import Session  # lazy: the session imports the runtimes
+
+        try:
+            s = Session.create(cls, program_workload(cls.program), txs=cls.DISCOVERY_OPS)
+            s.runtime.log_steps([])  # a hook: every step issued is declared as it runs
+            s.run(cls.DISCOVERY_OPS)
+        except Exception:  # noqa: BLE001 - a program that fails says so when it is fuzzed
+            return
 
     @classmethod
     def declare(cls, name: str, op: str) -> None:
@@ -112,7 +139,7 @@ class ProgramRuntime(Runtime):
             raise ProgramError("pm.alloc in state() or check(): those read the structure only")
         if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes <= 0:
             raise ProgramError(f"pm.alloc: nbytes must be a positive int, got {nbytes!r}")
-        if align not in (8, 16, 32, 64, 128, 256, 4096):
+        if align not in (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096):
             raise ProgramError(f"pm.alloc: align must be a power of two from 8 to 4096, got "
                                f"{align!r}")
         off = -(-self.brk // align) * align
@@ -130,8 +157,6 @@ class ProgramRuntime(Runtime):
         rt = super().reattach(machine)
         assert isinstance(rt, ProgramRuntime)
         rt.brk = self.brk  # beyond every block the run allocated: a recovery reuses none
-        rt.torn_values = self.torn_values
-        rt.wide_stores = self.wide_stores
         return rt
 
     def init_program(self) -> None:
@@ -175,7 +200,9 @@ class ProgramRuntime(Runtime):
         pass
 
     def _recover(self, cpu: Any) -> None:
-        self.prog.recover(self.handle(cpu))
+        if isinstance(self.prog.recover(self.handle(cpu)), Generator):
+            raise ConfigError(f"{self.program.__name__}.recover is a generator (it has `yield`): "
+                              "recovery runs alone, so it cannot pause; remove the yield")
 
     def check_invariants(self, live: Any = ()) -> list[str]:
         errs = super().check_invariants(live)
@@ -219,11 +246,16 @@ class ProgramWorkload(Workload):
         self._specs = [ops[n] for n in self._names]
         w = np.array([s.weight for s in self._specs], float)
         self._cum = np.cumsum(w / w.sum())
+        _check_program(prog)
         self._script = [_script_op(prog, op, i) for i, op in enumerate(prog.script)]
         self._pos: dict[int, int] = {}
         self._live: Any = None
+        self._resumed = False
         self._rt: ProgramRuntime | None = None
         self.results: dict[int, Any] = {}
+        self.mismatch = ""
+        """The first result of the crash-free run that disagreed with the model (a bug without
+        a crash: the campaign reports it as a ``crash-free`` finding)."""
 
     def spec(self) -> PMSpec:
         prog = self.program
@@ -242,6 +274,8 @@ class ProgramWorkload(Workload):
     def resume(self, order: Sequence[int] | None) -> None:
         """Continue after a recovery whose outcome is the operations ``order``: the model that
         checks results starts there (no model, or an unknown outcome: nothing to check)."""
+        self._resumed = True
+        self.results = {}  # this copy's own
         if self.program.model is None or order is None:
             self._live = None
             return
@@ -258,8 +292,15 @@ class ProgramWorkload(Workload):
         k = int(np.searchsorted(self._cum, rng.random(), side="right"))
         k = min(k, len(self._names) - 1)
         spec = self._specs[k]
-        args = tuple(spec.args(rng)) if spec.args is not None else ()
-        return self._names[k], tuple(int(a) if isinstance(a, np.integer) else a for a in args)
+        name = self._names[k]
+        try:
+            args = tuple(spec.args(rng)) if spec.args is not None else ()
+        except TypeError as e:
+            raise ConfigError(f"{self.program.__name__}.{name}: operation(args=...) must return "
+                              f"the arguments as a tuple, e.g. (int(rng.integers(8)),): {e}") from e
+        args = tuple(int(a) if isinstance(a, np.integer) else a for a in args)
+        _check_arity(self.program, name, args, "operation(args=...) returned")
+        return name, args
 
     def transaction(self, cpu: Any, rt: Runtime, op: Any) -> Generator[Any, Any, None]:
         assert isinstance(rt, ProgramRuntime)
@@ -288,8 +329,11 @@ class ProgramWorkload(Workload):
         yield from rt.commit(tx)
         self.results[tx.txid] = res
         if want and want[0] != res:
-            raise WrongResult(f"{name}{_args(args)} returned {res!r}; the model "
-                              f"{type(live.m).__name__} returns {want[0]!r}")
+            msg = (f"{name}{_args(args)} returned {res!r}; the model {type(live.m).__name__} "
+                   f"returns {want[0]!r}")
+            if self._resumed:
+                raise WrongResult(msg)  # after a recovery: the campaign reports a finding
+            self.mismatch = self.mismatch or msg  # the crash-free run: a crash-free finding
 
     def model(self) -> Model:
         if self.program.model is None:
@@ -324,7 +368,35 @@ def _script_op(prog: type[PMProgram], op: Any, i: int) -> tuple[str, tuple[Any, 
     if op[0] not in ops:
         raise ConfigError(f"{prog.__name__}.script[{i}]: unknown operation {op[0]!r}; the "
                           f"operations are {', '.join(ops)}")
+    _check_arity(prog, op[0], tuple(op[1:]), f"script[{i}] gives")
     return op[0], tuple(op[1:])
+
+
+def _check_arity(prog: type[PMProgram], name: str, args: tuple[Any, ...], what: str) -> None:
+    """A ConfigError unless operation ``name`` takes ``args`` (after self and pm)."""
+    try:
+        inspect.signature(getattr(prog, name)).bind(None, None, *args)
+    except TypeError:
+        sig = inspect.signature(getattr(prog, name))
+        params = list(sig.parameters)[2:]
+        raise ConfigError(f"{prog.__name__}.{name} takes ({', '.join(params)}) after pm, but "
+                          f"{what} {len(args)} argument(s): {args!r}") from None
+    except ValueError:
+        pass  # no signature to check (a builtin or C function)
+
+
+def _check_program(prog: type[PMProgram]) -> None:
+    """ConfigErrors for class attributes of the wrong kind."""
+    name = prog.__name__
+    hp = prog.heap_per_op
+    if isinstance(hp, bool) or not isinstance(hp, int) or hp < 0:
+        raise ConfigError(f"{name}.heap_per_op must be a number of bytes >= 0, got {hp!r}")
+    if not isinstance(prog.tearable, dict) or any(
+            not isinstance(k, str) or v not in (1, 2, 4) for k, v in prog.tearable.items()):
+        raise ConfigError(f"{name}.tearable must map step names to the bytes of each piece "
+                          f"(1, 2 or 4), e.g. {{'bump.store': 4}}; got {prog.tearable!r}")
+    if not all(isinstance(k, str) for k in prog.atomic):
+        raise ConfigError(f"{name}.atomic must be a set of step names, got {prog.atomic!r}")
 
 
 def _offset_label(labeller: Labeller, owner: str, word: int, words: int) -> Label:

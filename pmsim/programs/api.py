@@ -182,13 +182,16 @@ class PM:
     # -- addresses -------------------------------------------------------------------------
     def _addr(self, off: int, what: str) -> int:
         if off.__class__ is not int or off & 7 or not 0 <= off < self._limit:
-            self._bad(off, what)
+            off = self._bad(off, what)
         return self._base + off
 
-    def _bad(self, off: Any, what: str) -> None:
+    def _bad(self, off: Any, what: str) -> int:
+        """``off`` as an int if it is a valid offset of another integer type, else the error."""
         if isinstance(off, bool) or not isinstance(off, int | np.integer):
             raise ProgramError(f"pm.{what}: the offset must be an int, got {off!r}")
         off = int(off)
+        if not off & 7 and 0 <= off < self._limit:
+            return off
         if off & 7:
             raise ProgramError(f"pm.{what}({off:#x}): offsets are byte offsets of 8-byte words "
                                "and must be multiples of 8")
@@ -245,14 +248,17 @@ class PM:
             return
         rt = self._rt
         site = self._site() if rt.sites is not None or rt.repairs else None
-        if rt.sites is not None:
-            rt.sites.append((rt.trace_len(), self.tid, site))
         if rt.repairs:
             self._repair(site, a)
+        if step is not None:
+            rt.declare(step, op)
         torn = rt.torn.get(step) if step is not None and rt.torn else None
         if torn:
             self._torn(op, a, v, torn, step, site)
-        elif step is None or self._group is not None or rt.hook is None:
+            return
+        if rt.sites is not None:  # the store's own trace index (after any repair's fence)
+            rt.sites.append((rt.trace_len(), self.tid, site))
+        if step is None or self._group is not None or rt.hook is None:
             getattr(self._cpu, op)(a, v)
         else:
             rt.hook.op(self._cpu, step, op, a, v)
@@ -275,18 +281,21 @@ class PM:
         """A store the program declared tearable: issued as its ``atom``-byte pieces, low to
         high (the compiler may split it), so a crash may persist some of them. The partial
         values are recorded: recovery reading one is a race (``kind`` ``torn`` findings)."""
+        rt = self._rt
         old = cur = self._m.peek(a)
         nbits = 8 * atom
         mask = (1 << nbits) - 1
-        partial = self._rt.torn_values.setdefault(a, {})
+        pieces = []
         for i in range(0, 64, nbits):
             cur = (cur & ~(mask << i)) | (v & (mask << i))
-            if cur not in (old, v):
-                partial.setdefault(cur, (step, site, i + nbits))
-            if self._rt.hook is None or self._group is not None:
+            pieces.append((rt.trace_len(), cur, i + nbits))
+            if rt.sites is not None:
+                rt.sites.append((rt.trace_len(), self.tid, site))
+            if rt.hook is None or self._group is not None:
                 getattr(self._cpu, op)(a, cur)
             else:
-                self._rt.hook.op(self._cpu, step, op, a, cur)
+                rt.hook.op(self._cpu, step, op, a, cur)
+        rt.torn_stores.append((step, site, a, old, v, tuple(pieces)))
 
     def store_words(self, off: int, values: Sequence[int], step: str | None = None) -> None:
         """Store consecutive words (a memcpy of whole words): one 8-byte store each, so a crash
@@ -315,8 +324,13 @@ class PM:
         """One logical store of several words; recorded when the program says it is atomic."""
         rt = self._rt
         if step is not None and step in rt.program.atomic and self._mode == "run":
-            rt.wide_stores.append((step, self._site(), tuple(
-                (self._base + o, self._m.peek(self._base + o), v) for o, v in words)))
+            first = rt.trace_len()
+            before = [self._m.peek(self._addr(o, "store_words")) for o, _ in words]
+            for o, v in words:
+                self._store("store", o, v, step)
+            rt.wide_stores.append((step, self._site(), first, rt.trace_len(), tuple(
+                (self._base + o, b, v) for (o, v), b in zip(words, before, strict=True))))
+            return
         for o, v in words:
             self._store("store", o, v, step)
 
@@ -370,7 +384,7 @@ class PM:
         if h is None or self._group is not None:
             getattr(self._cpu, op)(a)
         else:
-            h.op(self._cpu, step or self._auto(op), op, a)
+            h.op(self._cpu, self._named(step, op), op, a)
 
     def sfence(self, step: str | None = None) -> None:
         """Order earlier flushes and stores before later stores (wait for flushed lines)."""
@@ -387,7 +401,7 @@ class PM:
         if h is None or self._group is not None:
             getattr(self._cpu, op)()
         else:
-            h.op(self._cpu, step or self._auto(op), op)
+            h.op(self._cpu, self._named(step, op), op)
 
     def flush(self, off: int, nbytes: int = 8, step: str | None = None,
               kind: str = "clwb") -> None:
@@ -403,7 +417,7 @@ class PM:
             for line in lines:
                 f(line)
             return
-        with h.step(self._cpu, step or self._auto("flush")) as c:
+        with h.step(self._cpu, self._named(step, "flush")) as c:
             f = getattr(c, kind)
             for line in lines:
                 f(line)
@@ -421,7 +435,7 @@ class PM:
                 c.clwb(line)
             c.sfence()
             return
-        with h.step(self._cpu, step or self._auto("persist")) as c:
+        with h.step(self._cpu, self._named(step, "persist")) as c:
             for line in lines:
                 c.clwb(line)
             c.sfence()
@@ -445,6 +459,7 @@ class PM:
             yield self
             return
         saved = self._cpu
+        self._rt.declare(name, "step")
         with h.step(saved, name) as c:
             self._cpu, self._group = c, name
             try:
@@ -507,11 +522,14 @@ class PM:
             return ("?", 0, "")
         return (f.f_code.co_qualname, f.f_lineno, f.f_code.co_filename)
 
-    def _auto(self, op: str) -> str:
-        qual, line, _ = self._site()
-        name = auto_name(qual, op, line)
-        self._rt.declare(name, op)
-        return name
+    def _named(self, step: str | None, op: str) -> str:
+        """The step name of a flush or fence: the one given, else the automatic one; declared
+        to the runtime's step table either way (a name the source scan could not see)."""
+        if step is None:
+            qual, line, _ = self._site()
+            step = auto_name(qual, op, line)
+        self._rt.declare(step, op)
+        return step
 
 
 def auto_name(qual: str, op: str, line: int) -> str:

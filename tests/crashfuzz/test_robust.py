@@ -101,3 +101,80 @@ def test_the_robustness_oracle_kills_a_runtime_mutant_without_the_model() -> Non
     rep = fuzz(FuzzConfig(runtime="undo:U1", workload="array", txs=6, oracle="robust",
                           stop_at_first=True))
     assert not rep.ok and "not robust" in rep.failures[0].message
+
+
+class PublishFirst(PMProgram):
+    """Publishes a pointer to a block before filling it; state() follows the pointer and raises
+    on a zero block."""
+
+    size = 64
+    heap_per_op = 64
+
+    @operation(args=lambda rng: (int(rng.integers(1, 100)),))
+    def push(self, pm: PM, v: int) -> None:
+        b = pm.alloc(16)
+        pm.store(0, b)
+        pm.persist(0, step="publish")
+        pm.store(b, 8 * v)
+        pm.persist(b, step="fill")
+
+    def state(self, pm: PM) -> int | None:
+        b = pm.load(0)
+        return pm.load(pm.load(b) - 8) if b else None
+
+
+def test_a_recovery_that_raises_on_a_strict_prefix_is_no_correct_state() -> None:
+    rep = fuzz(FuzzConfig(txs=4), runtime=PublishFirst)
+    assert not rep.ok and rep.failures[0].kind == "crash"
+
+
+class Oscillating(PMProgram):
+    """y, then a busy flag x set and cleared (back to 0), then z; one flush for all."""
+
+    size = 192
+
+    @operation()
+    def op(self, pm: PM) -> None:
+        pm.store(0, 5)
+        pm.store(64, 1)
+        pm.store(128, 7)
+        pm.store(64, 0)
+        pm.flush(0, 192, step="f")
+        pm.sfence(step="s")
+
+    def state(self, pm: PM) -> tuple[int, int, int]:
+        return pm.load(0), pm.load(64), pm.load(128)
+
+
+def test_a_value_that_recurs_does_not_mislead_the_pair() -> None:
+    camp = crashfuzz.Campaign(FuzzConfig(txs=1, depth=1), runtime=Oscillating)
+    model, k = camp.model, len(camp.trace)
+    ix = model.index
+    assert violation(model, k, ix.image_at(ix.counts_of_prefix(0))) is None  # a strict cut
+    img = ix.image_at(ix.counts_of_prefix(0)).copy()
+    rb, base = camp.session.runtime.region_base, camp.trace.pm_base
+    img.view("<u8")[(rb + 128 - base) >> 3] = 7  # z persisted, y did not, x reads 0
+    v = violation(model, k, img)
+    assert (v.earlier_addr - rb, v.later_addr - rb) == (0, 128)
+
+
+class ThreeWords(PMProgram):
+    size = 192
+
+    @operation(args=lambda rng: (int(rng.integers(1, 100)),))
+    def put(self, pm: PM, v: int) -> None:
+        pm.store(0, v)
+        pm.store(64, v)
+        pm.store(128, v)
+        pm.flush(0, 192, step="put.flush")
+        pm.sfence(step="put.fence")
+
+    def state(self, pm: PM) -> tuple[int, int, int]:
+        return pm.load(0), pm.load(64), pm.load(128)
+
+
+def test_repairs_chain_through_a_repaired_store() -> None:
+    """The second fix's earlier store is the first fix's later one: its site is still found."""
+    res = crashfuzz.repair_program(ThreeWords, txs=3, depth=1)
+    assert res.ok and len(res.fixes) == 2, res.summary()
+    assert res.fixes[0][1] == res.fixes[1][0]

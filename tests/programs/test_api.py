@@ -103,8 +103,10 @@ def test_the_default_order_of_a_program_is_px86() -> None:
 
 
 def test_results_are_checked_against_the_model() -> None:
-    with pytest.raises(Exception, match="get\\(\\) returned 6; the model CellModel returns 5"):
-        fuzz(FuzzConfig(txs=2), runtime=LyingCell)
+    rep = fuzz(FuzzConfig(txs=2), runtime=LyingCell)
+    f = rep.failures[0]
+    assert f.kind == "crash-free"
+    assert "get() returned 6; the model CellModel returns 5" in f.message
 
 
 def test_the_model_oracle_needs_a_model() -> None:
@@ -175,8 +177,14 @@ def test_the_heap_is_sized_for_every_operation_the_campaign_runs() -> None:
             p = pm.load(0)
             return pm.load(p) if p else 0
 
-    rep = fuzz(FuzzConfig(txs=30, depth=3, depth_txs=3, new_tx=4), runtime=Grow)
+    cfg = FuzzConfig(txs=30, depth=3, depth_txs=3, new_tx=4)
+    rep = fuzz(cfg, runtime=Grow)
     assert rep.ok, crashfuzz.format_report(rep)
+    camp = crashfuzz.Campaign(cfg, runtime=Grow)
+    words = camp.session.workload.spec().statics[0].words
+    planned = cfg.txs + max(cfg.new_tx, (cfg.depth - 1) * cfg.depth_txs)
+    assert 8 * words >= Grow.region_bytes() + 64 * planned  # every planned operation fits
+    assert camp.session.runtime.brk == 64 + 64 * cfg.txs
 
 
 def test_programs_load_by_import_path(tmp_path: Path) -> None:
@@ -206,3 +214,43 @@ def test_programs_load_by_import_path(tmp_path: Path) -> None:
 def test_a_program_runtime_runs_only_its_own_program() -> None:
     with pytest.raises(ConfigError, match="runs its own operations"):
         fuzz(FuzzConfig(txs=1, workload="x"), runtime=Cell, workload=ModelledCell)
+
+
+def publish(pm: PM, off: int) -> None:
+    pm.persist(off)  # a helper outside the class: the source scan cannot see it
+
+
+class Helped(PMProgram):
+    size = 64
+
+    @operation()
+    def op(self, pm: PM) -> None:
+        pm.store(0, 1)
+        publish(pm, 0)
+
+
+def test_steps_issued_from_helpers_are_found_by_a_short_run() -> None:
+    names = {s.name for s in get_runtime(Helped).persist_steps()}
+    assert any(n.startswith("publish.persist@") for n in names)
+
+
+@pytest.mark.parametrize("attrs, match", [
+    ({"heap_per_op": -64}, "heap_per_op must be"),
+    ({"tearable": {"s": 3}}, "tearable must map"),
+    ({"script": (("set",),)}, "takes \\(v\\) after pm, but script\\[0\\] gives 0"),
+])
+def test_bad_program_attributes_are_clear_errors(attrs, match) -> None:
+    with pytest.raises(ConfigError, match=match):
+        fuzz(FuzzConfig(txs=1), runtime=type("Bad", (Cell,), attrs))
+
+
+def test_bad_argument_generators_are_clear_errors() -> None:
+    class NotATuple(Cell):
+        script = ()
+
+        @operation(args=lambda rng: 5)
+        def set(self, pm: PM, v: int) -> None:
+            pm.store(0, v)
+
+    with pytest.raises(ConfigError, match="must return the arguments as a tuple"):
+        fuzz(FuzzConfig(txs=1), runtime=NotATuple)

@@ -80,3 +80,11 @@ def test_the_interleaving_bug_needs_schedule_exploration() -> None:
         assert not rep.ok and rep.schedules == 8 and rep.distinct_traces > 1
         f = rep.failures[0]
         assert f.config.schedule_index > 0  # replay reruns that schedule (test_pm.py)
+
+
+def test_exploration_merges_the_paths_of_every_schedule() -> None:
+    from pmsim.programs.gallery import LFLog
+
+    rep = fuzz(FuzzConfig(txs=6, threads=2, schedules=8), runtime=LFLog)
+    assert rep.ok and rep.paths["help"] > 0
+    assert "paths the crash-free runs took: help" in rep.summary()

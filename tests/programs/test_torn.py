@@ -132,3 +132,52 @@ def test_an_unaligned_store_is_issued_as_the_words_it_covers() -> None:
     assert stores == [0, 8]
     v = camp.session.workload.executed[camp.history.commit_order[0]][1][0]
     assert camp.session.workload.read_data(camp.session.runtime) == v
+
+
+class TornCounter(PMProgram):
+    """0 -> 0xFFFFFFFF -> 0x1_0000_0000: the second store's low half alone reads 0."""
+
+    size = 64
+    tearable = {"set": 4}
+    script = (("set", 0xFFFFFFFF), ("set", 0x1_0000_0000))
+
+    @operation(args=lambda rng: (0xFFFFFFFF,))
+    def set(self, pm: PM, v: int) -> None:
+        pm.store(0, v, step="set")
+        pm.persist(0, step="set.persist")
+
+    def state(self, pm: PM) -> int:
+        return pm.load(0)
+
+
+class GuardedCounter(TornCounter):
+    """The torn word read only under a valid flag persisted after it; then set to 0, which is
+    also the first tear's partial value: no race, the value is the later store's."""
+
+    size = 128
+    script = (("set", 0xFFFFFFFF), ("set", 0x1_0000_0000), ("set", 0))
+
+    @operation(args=lambda rng: (0,))
+    def set(self, pm: PM, v: int) -> None:
+        pm.store(64, 0)
+        pm.persist(64, step="set.invalidate")
+        pm.store(0, v, step="set")
+        pm.persist(0, step="set.persist")
+        pm.store(64, 1)
+        pm.persist(64, step="set.validate")
+
+    def state(self, pm: PM) -> int | None:
+        return pm.load(0) if pm.load(64) else None
+
+
+def test_a_tear_is_reported_after_its_piece_not_before() -> None:
+    rep = fuzz(FuzzConfig(txs=2, depth=1), runtime=TornCounter)
+    assert not rep.ok and {f.kind for f in rep.failures} == {"torn"}
+    camp = crashfuzz.Campaign(FuzzConfig(txs=2, depth=1), runtime=TornCounter)
+    first_piece = camp.session.runtime.torn_stores[1][5][0][0]
+    assert min(f.point for f in rep.failures) > first_piece
+
+
+def test_a_value_a_later_store_wrote_is_not_a_tear() -> None:
+    rep = fuzz(FuzzConfig(txs=3, depth=1), runtime=GuardedCounter)
+    assert rep.ok, crashfuzz.format_report(rep)
