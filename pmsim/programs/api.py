@@ -32,14 +32,11 @@ import sys
 from collections.abc import Callable, Generator, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..errors import ConfigError, PmsimError
-
-if TYPE_CHECKING:
-    from .adapt import ProgramRuntime
 
 LINE = 64
 WORD = 8
@@ -165,7 +162,8 @@ class PM:
     ``view``: untimed reads only (``state`` and ``check``); ``init``: untimed writes (``init``).
     """
 
-    def __init__(self, rt: ProgramRuntime, cpu: Any, mode: str = "run") -> None:
+    def __init__(self, rt: Any, cpu: Any, mode: str = "run") -> None:
+        """``rt``: the program's :class:`~pmsim.programs.adapt.ProgramRuntime`."""
         self._rt = rt
         self._m = rt.m
         self._cpu = cpu

@@ -31,6 +31,15 @@ LAZY: dict[tuple[str, str], str] = {
     ("pmsim.runtimes.mutation", "pmsim.runtimes.registry"):
         "a Mutant names its base runtime by any name the registry resolves, and the registry "
         "builds Mutants",
+    ("pmsim.runtimes.registry", "pmsim.programs.adapt"):
+        "a PM program named where a runtime is expected runs as its adapter runtime, which is "
+        "a Runtime subclass",
+    ("pmsim.workloads.base", "pmsim.programs.adapt"):
+        "a PM program named where a workload is expected runs as its adapter workload, which "
+        "is a Workload subclass",
+    ("pmsim.programs.adapt", "pmsim.workloads.session"):
+        "a program's persist steps are found by a short session of its operations, and a "
+        "session builds runtimes through the registry",
 }
 """Function-level imports allowed to close a circle: (importer, imported) -> why."""
 
