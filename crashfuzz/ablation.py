@@ -97,8 +97,10 @@ def steps_seen(runtime: str | type, cfg: FuzzConfig) -> tuple[set[str], list[tup
     """Steps the crash-free runs of the trial workloads issue, and adjacent pairs (in order)."""
     seen: set[str] = set()
     pairs: dict[tuple[str, str], None] = {}
-    for c in trials(replace(cfg, runtime=runtime if isinstance(runtime, str) else cfg.runtime)):
-        camp = Campaign(replace(c, depth=1), runtime if isinstance(runtime, type) else None)
+    cls = runtime if isinstance(runtime, type) else None
+    for c in trials(replace(cfg, runtime=runtime if isinstance(runtime, str) else cfg.runtime),
+                    runtime_cls=cls):
+        camp = Campaign(replace(c, depth=1), cls)
         last: dict[int, str] = {}
         for _, tid, name in camp.step_log:
             seen.add(name)
@@ -116,8 +118,10 @@ def flushing_groups(runtime: str | type, cfg: FuzzConfig) -> set[str]:
     stores = {int(Ev.STORE), int(Ev.NTSTORE)}
     flushes = {int(getattr(Ev, op.upper())) for op in FLUSH_OPS}
     found: set[str] = set()
-    for c in trials(replace(cfg, runtime=runtime if isinstance(runtime, str) else cfg.runtime)):
-        camp = Campaign(replace(c, depth=1), runtime if isinstance(runtime, type) else None)
+    cls = runtime if isinstance(runtime, type) else None
+    for c in trials(replace(cfg, runtime=runtime if isinstance(runtime, str) else cfg.runtime),
+                    runtime_cls=cls):
+        camp = Campaign(replace(c, depth=1), cls)
         hook = camp.session.runtime.hook
         ev = camp.full_trace.events
         ops = step_ops(hook.spans or () if hook else (), ev["kind"], ev["tid"])
@@ -140,7 +144,7 @@ def _fuzz_until_killed(cls: type, domain: str, base: FuzzConfig) -> tuple[str, s
     states = 0
     exhaustive = True
     last = "-"
-    for cfg in trials(replace(base, domain=domain, stop_at_first=True)):
+    for cfg in trials(replace(base, domain=domain, stop_at_first=True), runtime_cls=cls):
         try:
             rep = fuzz(cfg, runtime=cls)
         except StallError as e:
@@ -154,15 +158,16 @@ def _fuzz_until_killed(cls: type, domain: str, base: FuzzConfig) -> tuple[str, s
     return ("redundant" if exhaustive else "undetermined"), last, None, "", states
 
 
-def _plan(runtime: str, domains: Sequence[str], steps: Iterable[str] | None, swaps: bool,
+def _plan(runtime: str | type, domains: Sequence[str], steps: Iterable[str] | None, swaps: bool,
           base: FuzzConfig | None) -> tuple[FuzzConfig, list[str], list[str], set[str],
                                              list[tuple[Mutation, str, str]]]:
     """What :func:`ablate` runs: its base config, the supported domains, notes on the refused
     ones, the steps the crash-free runs exercise, and the (mutation, step, kind) list."""
-    base = base or FuzzConfig(runtime=runtime, txs=8, idempotence=2, reduce=False, budget=4096,
-                              new_tx=3, new_tx_every_image=True)
-    base = replace(base, runtime=runtime)
     cls = get_runtime(runtime)
+    name = _name(runtime, cls)
+    base = base or FuzzConfig(runtime=name, txs=8, idempotence=2, reduce=False, budget=4096,
+                              new_tx=3, new_tx_every_image=True)
+    base = replace(base, runtime=name)
     refused = [d for d in domains if d not in cls.supported_domains]
     skipped = [f"not run in {d}: {cls.domain_problem(d)}" for d in refused]
     domains = [d for d in domains if d in cls.supported_domains]
@@ -189,12 +194,20 @@ def _plan(runtime: str, domains: Sequence[str], steps: Iterable[str] | None, swa
     return base, domains, skipped, seen, muts
 
 
-def ablate(runtime: str, domains: Sequence[str] = DOMAINS, steps: Iterable[str] | None = None,
-           swaps: bool = True, base: FuzzConfig | None = None,
+def _name(runtime: str | type, cls: type) -> str:
+    """How cells and configs name ``runtime``: as given, or a class by its name."""
+    return runtime if isinstance(runtime, str) else (getattr(cls, "name", "") or cls.__name__)
+
+
+def ablate(runtime: str | type, domains: Sequence[str] = DOMAINS,
+           steps: Iterable[str] | None = None, swaps: bool = True,
+           base: FuzzConfig | None = None,
            progress: Callable[[AblationCell], None] | None = None) -> Ablation:
-    """The necessity matrix of ``runtime``: one cell per (mutation, supported domain)."""
+    """The necessity matrix of ``runtime`` (a name, an import path, a Runtime subclass or a PM
+    program class): one cell per (mutation, supported domain)."""
     base, domains, skipped, seen, muts = _plan(runtime, domains, steps, swaps, base)
     cls = get_runtime(runtime)
+    runtime = _name(runtime, cls)
     cells = Ablation(skipped=skipped)
     for m, step, kind in muts:
         label = str(m) if isinstance(m, Drop | DropFlush) else f"swap({step})"

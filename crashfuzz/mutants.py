@@ -112,7 +112,8 @@ def base_result(cls: type, cfg: FuzzConfig) -> tuple[str, str]:
 
 
 def trials(base: FuzzConfig, first: str = "", txs: int = 0,
-           params: tuple[tuple[str, Any], ...] = (), prefer: str = "") -> Iterable[FuzzConfig]:
+           params: tuple[tuple[str, Any], ...] = (), prefer: str = "",
+           runtime_cls: type | None = None) -> Iterable[FuzzConfig]:
     """The campaigns that try to kill a mutant: ``first`` (its own workload with ``params``,
     ``txs`` transactions per thread if given), then the matrix's trial workloads. ``prefer``
     (a workload among them, e.g. the one that killed the mutant in a committed matrix) moves
@@ -125,11 +126,12 @@ def trials(base: FuzzConfig, first: str = "", txs: int = 0,
     from pmsim.workloads.base import get_workload
 
     try:
-        program = program_of(get_runtime(base.runtime))
+        program = program_of(get_runtime(runtime_cls if runtime_cls is not None else base.runtime))
     except PmsimError:  # a base known only as a class (a mutant's): not a PM program's path
         program = None
-    if program is not None:
-        yield replace(base, workload=base.runtime, txs=txs or base.txs)  # its own operations
+    if program is not None:  # its own operations (a campaign runs them whatever the workload)
+        yield replace(base, workload=base.runtime if runtime_cls is None else program.__name__,
+                      txs=txs or base.txs)
         return
 
     def ordered() -> Iterable[FuzzConfig]:
