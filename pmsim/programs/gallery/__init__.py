@@ -6,7 +6,8 @@ with the robustness oracle, in PDOM-1 and PDOM-2); every broken one is killed by
 in PDOM-1. The bugs are the kinds that published PM bug finders report (Jaaru, PSan, Witcher):
 a pointer published before its target is persistent, a commit token persisted together with
 its payload, a counter and an entry persisted out of order, a two-flag move that a crash can
-lose, an in-place shift whose stores were trusted to persist in line order, and a lock-free log
+lose, an in-place shift whose stores were trusted to persist in line order, a segment split that
+is not atomic (the directory published before the new segment persisted), and a lock-free log
 whose helping thread does not persist what it read (found only under other interleavings:
 schedule exploration).
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import PMProgram
+from .exthash import ExtHash, ExtHashEarlyDirectory
 from .fastleaf import FastLeaf, FastLeafBatched
 from .lflog import LFLog, LFLogNoHelp
 from .plog import PLog, PLogUnorderedLength
@@ -41,9 +43,10 @@ GALLERY: dict[str, Exhibit] = {
     "plog": Exhibit(PLog, (PLogUnorderedLength,), {"txs": 20}),
     "twobins": Exhibit(TwoBins, (TwoBinsUnordered,), {"txs": 20}),
     "fastleaf": Exhibit(FastLeaf, (FastLeafBatched,), {"txs": 20}),
+    "exthash": Exhibit(ExtHash, (ExtHashEarlyDirectory,), {"txs": 20}),
     "lflog": Exhibit(LFLog, (LFLogNoHelp,), {"txs": 6, "threads": 2, "schedules": 8}),
 }
 
-__all__ = ["GALLERY", "Exhibit", "FastLeaf", "FastLeafBatched", "LFLog", "LFLogNoHelp", "PLog",
-           "PLogUnorderedLength", "PStack", "PStackEarlyPublish", "SlotHash", "SlotHashOneFlush",
-           "TwoBins", "TwoBinsUnordered"]
+__all__ = ["GALLERY", "Exhibit", "ExtHash", "ExtHashEarlyDirectory", "FastLeaf", "FastLeafBatched",
+           "LFLog", "LFLogNoHelp", "PLog", "PLogUnorderedLength", "PStack", "PStackEarlyPublish",
+           "SlotHash", "SlotHashOneFlush", "TwoBins", "TwoBinsUnordered"]
