@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from ..api import PM, PMProgram, operation
+from .common import DictModel, key_args, key_value_args
 
 DEPTH, DIR = 0, 64
 MAX_DEPTH = 3
@@ -30,31 +31,8 @@ def h(k: int) -> int:
     return (k * 5) % 16
 
 
-def _key(rng) -> tuple[int]:
-    return (int(rng.integers(1, KEYS + 1)),)
-
-
-def _key_value(rng) -> tuple[int, int]:
-    return int(rng.integers(1, KEYS + 1)), int(rng.integers(1, 1 << 32))
-
-
-class MapModel:
-    """The reference: a dict."""
-
-    def __init__(self) -> None:
-        self.d: dict[int, int] = {}
-
-    def put(self, k: int, v: int) -> None:
-        self.d[k] = v
-
-    def delete(self, k: int) -> bool:
-        return self.d.pop(k, None) is not None
-
-    def get(self, k: int) -> int | None:
-        return self.d.get(k)
-
-    def state(self) -> Hashable:
-        return frozenset(self.d.items())
+_key = key_args(KEYS)
+_key_value = key_value_args(KEYS)
 
 
 class ExtHash(PMProgram):
@@ -62,7 +40,7 @@ class ExtHash(PMProgram):
 
     size = DIR + 8 * (1 << MAX_DEPTH)
     heap_per_op = 2 * SEG  # a put may split twice
-    model = MapModel
+    model = DictModel
     paths = ("split", "doubling")
 
     def init(self, pm: PM) -> None:

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from ..api import PM, PMProgram, operation
+from .common import key_args
 
 SLOTS = 16
 KEYS = 12
 
 
-def _key(rng) -> tuple[int]:
-    return (int(rng.integers(1, KEYS + 1)),)
+_key = key_args(KEYS)
 
 
 class SetModel:
