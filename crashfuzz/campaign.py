@@ -1946,15 +1946,13 @@ def _explore(cfg: FuzzConfig, runtime: RuntimeArg | None, workload: WorkloadArg 
     for i in range(cfg.schedules):
         one = replace(cfg, schedules=1, schedule_index=i)
         ran += 1
-        try:
-            h = Campaign(one, runtime, workload, machine).trace_hash
-        except BaseException as e:
-            _reraise(e, f"the crash-free run of schedule {i}")
+        built = _build(one, runtime, workload, machine)
+        h = built[0].trace_hash
         if h in seen:
             continue
         seen.add(h)
         try:
-            rep = _fuzz(one, runtime, workload, machine, executor, shards, progress)
+            rep = _fuzz(one, runtime, workload, machine, executor, shards, progress, built)
         except Interrupted as e:
             if total is not None:
                 total.merge(e.report)
@@ -1977,7 +1975,8 @@ def _explore(cfg: FuzzConfig, runtime: RuntimeArg | None, workload: WorkloadArg 
 
 def _fuzz(cfg: FuzzConfig, runtime: RuntimeArg | None, workload: WorkloadArg | None,
           machine: MachineConfig | None, executor: Executor | None, shards: int,
-          progress: Callable[[int, int], None] | None) -> Report:
+          progress: Callable[[int, int], None] | None,
+          built: tuple[Campaign, list[Any]] | None = None) -> Report:
     t0 = time.perf_counter()
     job = _Job(cfg, runtime, workload, machine, (os.getpid(), next(_CALLS)))
     pool = executor if executor is not None and shards > 1 else None
@@ -1987,7 +1986,7 @@ def _fuzz(cfg: FuzzConfig, runtime: RuntimeArg | None, workload: WorkloadArg | N
     stop = None
     try:
         if pool is None:
-            camp, points = _build(cfg, runtime, workload, machine)
+            camp, points = built or _build(cfg, runtime, workload, machine)
             header = _header(camp, points)
         else:
             header = pool.submit(_plan, job).result()
