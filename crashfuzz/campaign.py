@@ -1297,7 +1297,7 @@ class Campaign:
         labels = self.labeller(k, stage)
         fix = None
         if self.robust and kind == "data":
-            message, fix = self._not_robust(point, img, stage, labels)
+            message, fix = self._not_robust(point, h, img, stage, labels)
         return Failure(
             kind=kind, point=k, since=point.since, reason=point.reason, fix=fix,
             event=labels.annotate(ev), time_ns=t, image_hash=h, message=labels.annotate(message),
@@ -1364,21 +1364,26 @@ class Campaign:
                                          "persisted after it, or checksum it"))
         if not found:
             return ""
-        reads = self._read_sets.get(h)
-        if reads is None:
-            self.recover(img.copy(), track=True, base=rt)
-            reads = self.last_reads
+        reads = self._reads_of(h, img, rt)
         return next((msg for addrs, msg in found
                      if any((a - base) >> 3 in reads for a in addrs)), "")
 
-    def _not_robust(self, point: Any, img: np.ndarray, stage: _Stage | None, labels: Labeller
-                    ) -> tuple[str, tuple[Any, Any] | None]:
+    def _reads_of(self, h: tuple[int, int], img: np.ndarray, rt: Runtime) -> Collection[int]:
+        """The PM words recovery (by ``rt``'s kind) reads of image ``h``: the cached read set,
+        else a tracked recovery of a copy."""
+        reads = self._read_sets.get(h)
+        if reads is None:
+            self.recover(img.copy(), track=True, base=rt)
+            reads = set(self.last_reads)
+        return reads
+
+    def _not_robust(self, point: Any, h: tuple[int, int], img: np.ndarray, stage: _Stage | None,
+                    labels: Labeller) -> tuple[str, tuple[Any, Any] | None]:
         """The message of a robustness violation: the store pair whose persist order the image
         violates, among the words recovery read, and where a flush and fence restore it."""
         msg = "not robust: the recovered state is none that strict persistency could recover to"
         rt = stage.runtime if stage is not None else self.session.runtime
-        self.recover(img.copy(), track=True, base=rt)
-        reads = set(self.last_reads)
+        reads = self._reads_of(h, img, rt)
         model = stage.model if stage is not None else self.model
         v = violation(model, point.index, img, reads)
         read_both = v is not None
