@@ -172,7 +172,9 @@ class DIMMConfig:
     64 B write per ``PMConfig.write_ns``; a read of a line the buffer holds costs
     ``PMConfig.read_ns``, any other read adds a media read. The buffer (random replacement)
     writes a media line back when its four cache lines have all been written, or when a
-    partly written line is evicted (a read-modify-write). Durability is unchanged: the WPQ (or,
+    partly written line is evicted (a read-modify-write); with many writers queued at a DIMM,
+    lines written over the wait are evicted half written by the others' allocations (see the
+    model page). Durability is unchanged: the WPQ (or,
     in PDOM-0, the DIMM's acceptance) is the persistence point; the buffer and media are behind
     it."""
 

@@ -179,6 +179,44 @@ def test_dimm_buffer_combines_full_lines_and_amplifies_partial_ones(backend: str
     assert (s["xpb_misses"], s["xpb_hits"], s["media_read_bytes"]) == (16, 48, 16 * 256)
 
 
+def _writers(backend: str, threads: int, chunks: int = 24) -> np.ndarray:
+    """``threads`` threads each writing whole 256 B media lines (four ntstores, then sfence)
+    to one DIMM, a thread a quantum at a time; their summed statistics."""
+    m = Machine(cfg(dimms=1).replace(cores=threads, quantum_ns=100.0), backend=backend)
+
+    def body(cpu: Any, base: int) -> Any:
+        for c in range(chunks):
+            for i in range(4):
+                cpu.ntstore(base + 256 * 9 * c + 64 * i, 1)
+            cpu.sfence()
+            yield from cpu.maybe_yield()
+        yield from cpu.sync()
+
+    for tid in range(threads):
+        m.spawn(body, tid, tid * (PM_BYTES // threads) & ~4095)
+    m.run()
+    st = m.stats()
+    return np.array([st[f].sum() for f in ("xpb_rmw", "media_write_bytes", "pm_write_bytes")])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_writers_queued_at_one_dimm_evict_each_others_lines_half_written(backend: str) -> None:
+    """A thread writing whole media lines alone never has one evicted half written, however
+    long its writes wait; with many threads queued at the DIMM each line is written over the
+    wait, and the other threads' allocations in that time evict some half written (random
+    replacement), whichever order the threads were simulated in."""
+    rmw, media, written = _writers(backend, 1)
+    assert rmw == 0 and media == written
+    rmw, media, written = _writers(backend, 16)
+    assert rmw > 0 and media > written
+    assert rmw % 2 == 0  # a line evicted half written costs two read-modify-writes
+
+
+@pytest.mark.skipif(not native.available(), reason="the C core is not built")
+def test_writer_contention_is_the_same_in_both_engines() -> None:
+    assert (_writers("c", 12, 40) == _writers("python", 12, 40)).all()
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_interleaving_spreads_pages_over_dimms(backend: str) -> None:
     """Random reads over six DIMMs go about six times as fast as over one once the media

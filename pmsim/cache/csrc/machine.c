@@ -16,7 +16,7 @@
 
 enum { LINE_SHIFT = 6, LINE_BYTES = 64 };
 /* buckets of each DIMM calendar (reference.CAL_BUCKETS) */
-enum { PM_CAL_BUCKETS = 4096 };
+enum { PM_CAL_BUCKETS = 4096, PM_ALLOC_RING = 256 };
 /* event kinds (pmsim.trace.Ev) */
 enum { EV_STORE = 1, EV_NTSTORE = 2, EV_RMW = 3, EV_CLFLUSH = 4, EV_CLFLUSHOPT = 5,
        EV_CLWB = 6, EV_SFENCE = 7, EV_MFENCE = 8, EV_PCOMMIT = 9, EV_WB = 10, EV_MARK = 11 };
@@ -107,6 +107,14 @@ struct pm_machine {
     int64_t *xpb_line;   /* ndimm x xpb_lines: media line held, -1: none */
     uint8_t *xpb_mask;   /* cache lines of it written since its last media write */
     double *xpb_busy;    /* when its last media write ends */
+    double *xpb_open;    /* when its last fill began (its first write's arrival) ... */
+    double *xpb_shut;    /* ... and ended (the write completing it); 0: not complete */
+    uint64_t *xpb_seq;   /* its allocation's number */
+    uint64_t *xpb_from;  /* allocations before its fill began */
+    int32_t *xpb_tid;    /* the thread that filled it, -1: none */
+    double *alloc_t;     /* ndimm x PM_ALLOC_RING: the buffer's last allocations' times */
+    uint64_t *alloc_n;   /* allocations so far, per DIMM */
+    double *dimm_last;   /* ndimm x cores: each thread's last write start at each DIMM */
     uint32_t *xpb_fill;
     uint64_t *rng;
     double *chan_free;   /* when each DIMM has accepted every write given to it */
@@ -335,6 +343,26 @@ static inline int64_t xpb_find(const pm_machine *m, uint32_t d, uint64_t xpl)
     return -1;
 }
 
+/* The next draw of DIMM d's replacement generator (PyEngine._rand). */
+static inline uint64_t dimm_rand(pm_machine *m, uint32_t d)
+{
+    uint64_t x = m->rng[d] * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+    m->rng[d] = x;
+    return x >> 33;
+}
+
+/* A media line written in two parts because it was evicted half written at t: a
+   read-modify-write then and another when its rest is evicted. Returns when the extra media
+   write ends (PyEngine._half_evicted). */
+static double half_evicted(pm_machine *m, int tid, uint32_t d, double t)
+{
+    pm_stats *st = &m->st[tid];
+    st->xpb_rmw += 2;
+    st->media_read_bytes += 2 * 256;
+    st->media_write_bytes += 256;
+    return book(m, 2 * d + 1, t, m->cfg.media_write_ns) + m->cfg.media_write_ns;
+}
+
 /* An entry for media line xpl of DIMM d at time t: an empty one, else a random victim, written
    back first if partly written. Returns it; *ready is when it is free. */
 static uint32_t xpb_alloc(pm_machine *m, int tid, uint32_t d, uint64_t xpl, double t,
@@ -349,28 +377,54 @@ static uint32_t xpb_alloc(pm_machine *m, int tid, uint32_t d, uint64_t xpl, doub
         k = m->xpb_fill[d]++;
         ready = t;
     } else {
-        uint64_t x = m->rng[d] * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
-        m->rng[d] = x;
-        k = (uint32_t)((x >> 33) % c->xpb_lines);
+        k = (uint32_t)(dimm_rand(m, d) % c->xpb_lines);
         ready = t >= m->xpb_busy[base + k] ? t : m->xpb_busy[base + k];
         if (m->xpb_mask[base + k]) {
             st->xpb_rmw += 1;
             st->media_read_bytes += 256;
             st->media_write_bytes += 256;
             ready = book(m, 2 * d + 1, ready, c->media_write_ns) + c->media_write_ns;
+        } else if (m->xpb_tid[base + k] != tid && m->xpb_open[base + k] < t
+                   && t < m->xpb_shut[base + k]) {
+            /* complete now, but another thread's line half written at t */
+            double end = half_evicted(m, tid, d, ready);
+            if (end > ready)
+                ready = end;
         }
     }
     m->xpb_line[base + k] = (int64_t)xpl;
     m->xpb_mask[base + k] = 0;
     m->xpb_busy[base + k] = ready;
+    m->xpb_shut[base + k] = 0.0;
+    uint64_t i = m->alloc_n[d];
+    m->alloc_t[(size_t)d * PM_ALLOC_RING + i % PM_ALLOC_RING] = t;
+    m->xpb_seq[base + k] = i;
+    m->alloc_n[d] = i + 1;
     *ready_out = ready;
     return k;
+}
+
+/* Whether entry e, whose media line was written from xpb_open to shut, survived the
+   allocations of other lines in that interval simulated before its first write: each evicts it
+   with probability 1 / xpb_lines (PyEngine._xpb_survives). */
+static int xpb_survives(pm_machine *m, uint32_t d, size_t e, double shut)
+{
+    double lo = m->xpb_open[e];
+    uint64_t n = m->xpb_from[e], own = m->xpb_seq[e];
+    const double *times = &m->alloc_t[(size_t)d * PM_ALLOC_RING];
+    uint64_t all = m->alloc_n[d]; /* the ring holds the last PM_ALLOC_RING of them */
+    for (uint64_t i = all > PM_ALLOC_RING ? all - PM_ALLOC_RING : 0; i < n; i++) {
+        double ti = times[i % PM_ALLOC_RING];
+        if (i != own && lo < ti && ti < shut && dimm_rand(m, d) % m->cfg.xpb_lines == 0)
+            return 0;
+    }
+    return 1;
 }
 
 /* The DIMM takes one 64 B write from its WPQ at `accept`: returns when it starts (*done: when
    it is accepted). */
 static double dimm_write(pm_machine *m, int tid, uint32_t d, uint64_t line, double accept,
-                         double *done_out)
+                         double arrive, double *done_out)
 {
     const pm_config *c = &m->cfg;
     pm_stats *st = &m->st[tid];
@@ -390,9 +444,19 @@ static double dimm_write(pm_machine *m, int tid, uint32_t d, uint64_t line, doub
     if (done > m->chan_free[d])
         m->chan_free[d] = done;
     size_t e = (size_t)d * c->xpb_lines + (size_t)k;
+    double *last = &m->dimm_last[(size_t)d * c->cores + (size_t)tid];
+    if (!m->xpb_mask[e]) {
+        m->xpb_open[e] = arrive > *last ? arrive : *last;
+        m->xpb_from[e] = m->alloc_n[d];
+        m->xpb_tid[e] = tid;
+    }
+    *last = start;
     uint8_t mask = (uint8_t)(m->xpb_mask[e] | (1u << (line & 3)));
     if (mask == 15) {
         mask = 0;
+        m->xpb_shut[e] = start;
+        if (!xpb_survives(m, d, e, start))
+            half_evicted(m, tid, d, start);
         st->media_write_bytes += 256;
         m->xpb_busy[e] = book(m, 2 * d + 1, done, c->media_write_ns) + c->media_write_ns;
     }
@@ -459,7 +523,7 @@ static double wpq_insert(pm_machine *m, int tid, double arrive, uint64_t line, d
     double accept = arrive >= oldest ? arrive : oldest;
     double start, done;
     if (c->dimms) {
-        start = dimm_write(m, tid, d, line, accept, &done);
+        start = dimm_write(m, tid, d, line, accept, arrive, &done);
     } else {
         uint64_t bank = line % c->banks;
         start = accept >= m->bank_free[bank] ? accept : m->bank_free[bank];
@@ -1579,8 +1643,18 @@ static void timing_reset(pm_machine *m)
         m->xpb_line[i] = -1;
         m->xpb_mask[i] = 0;
         m->xpb_busy[i] = 0.0;
+        m->xpb_open[i] = 0.0;
+        m->xpb_shut[i] = 0.0;
+        m->xpb_seq[i] = 0;
+        m->xpb_from[i] = 0;
+        m->xpb_tid[i] = -1;
     }
+    for (size_t i = 0; i < nd * PM_ALLOC_RING; i++)
+        m->alloc_t[i] = -1.0;
+    for (size_t i = 0; i < nd * c->cores; i++)
+        m->dimm_last[i] = 0.0;
     for (uint32_t d = 0; d < nd; d++) {
+        m->alloc_n[d] = 0;
         m->xpb_fill[d] = 0;
         m->rng[d] = dimm_seed(c->seed, d);
         m->chan_free[d] = 0.0;
@@ -1630,6 +1704,14 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->xpb_line = calloc(nd * cfg->xpb_lines, sizeof(int64_t));
     m->xpb_mask = calloc(nd * cfg->xpb_lines, 1);
     m->xpb_busy = calloc(nd * cfg->xpb_lines, sizeof(double));
+    m->xpb_open = calloc(nd * cfg->xpb_lines, sizeof(double));
+    m->xpb_shut = calloc(nd * cfg->xpb_lines, sizeof(double));
+    m->xpb_seq = calloc(nd * cfg->xpb_lines, sizeof(uint64_t));
+    m->xpb_from = calloc(nd * cfg->xpb_lines, sizeof(uint64_t));
+    m->xpb_tid = calloc(nd * cfg->xpb_lines, sizeof(int32_t));
+    m->alloc_t = calloc(nd * PM_ALLOC_RING, sizeof(double));
+    m->alloc_n = calloc(nd, sizeof(uint64_t));
+    m->dimm_last = calloc(nd * cfg->cores, sizeof(double));
     m->xpb_fill = calloc(nd, sizeof(uint32_t));
     m->rng = calloc(nd, sizeof(uint64_t));
     m->chan_free = calloc(nd, sizeof(double));
@@ -1658,6 +1740,8 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
              && m->rend && m->rwords && m->tr && m->htm && m->sb_ring && m->sb_idx && m->sb_last
              && m->lf_ring && m->lf_idx && m->pf_streams && m->pf_line
              && m->pf_ready && m->xpb_line && m->xpb_mask && m->xpb_busy
+             && m->xpb_open && m->xpb_shut && m->xpb_seq && m->xpb_from && m->xpb_tid && m->alloc_t && m->alloc_n
+             && m->dimm_last
              && m->xpb_fill && m->rng && m->chan_free && m->cal_tag && m->cal_used;
     ok = ok && cache_init(&m->llc, cfg->llc_sets, cfg->llc_ways);
     for (int i = 0; ok && i < n; i++)
@@ -1714,6 +1798,14 @@ void pm_machine_free(pm_machine *m)
     free(m->xpb_line);
     free(m->xpb_mask);
     free(m->xpb_busy);
+    free(m->xpb_open);
+    free(m->xpb_shut);
+    free(m->xpb_seq);
+    free(m->xpb_from);
+    free(m->xpb_tid);
+    free(m->alloc_t);
+    free(m->alloc_n);
+    free(m->dimm_last);
     free(m->xpb_fill);
     free(m->rng);
     free(m->chan_free);

@@ -70,6 +70,9 @@ CAL_BUCKETS = 4096
 """Buckets of each DIMM calendar (reference.PyEngine._book; the C core's PM_CAL_BUCKETS): at
 2 x 116 ns per bucket on the Optane presets, about a millisecond ahead, far more than any
 queue of the model holds."""
+ALLOC_RING = 256
+"""Allocations of each on-DIMM buffer remembered (their times), to find those that fell while
+a line was half written (PyEngine._xpb_survives; the C core's PM_ALLOC_RING)."""
 
 
 def pf_slots(distance: int) -> int:
@@ -304,6 +307,17 @@ class PyEngine(WideOps):
         self.xpb_line = [[-1] * dm.buffer_lines for _ in range(n)]  # media line held
         self.xpb_mask = [[0] * dm.buffer_lines for _ in range(n)]  # cache lines written
         self.xpb_busy = [[0.0] * dm.buffer_lines for _ in range(n)]  # its media write's end
+        # when the entry's last fill began and ended (its first cache line written since it
+        # was clean, and the write that completed it): the interval in which it was partly
+        # written, whatever order the threads' writes were simulated in
+        self.xpb_open = [[0.0] * dm.buffer_lines for _ in range(n)]
+        self.xpb_shut = [[0.0] * dm.buffer_lines for _ in range(n)]
+        self.xpb_seq = [[0] * dm.buffer_lines for _ in range(n)]  # its allocation's number
+        self.xpb_from = [[0] * dm.buffer_lines for _ in range(n)]  # allocations before its fill
+        self.xpb_tid = [[-1] * dm.buffer_lines for _ in range(n)]  # the thread that filled it
+        self.alloc_t = [[-1.0] * ALLOC_RING for _ in range(n)]  # the buffer's last allocations
+        self.alloc_n = [0] * n  # allocations so far
+        self.dimm_last = [[0.0] * cfg.cores for _ in range(n)]  # each thread's last write start
         self.xpb_fill = [0] * n  # entries in use (filled in order, then random victims)
         self.rng = [dimm_seed(cfg.seed, d) for d in range(n)]
         self.chan_free = [0.0] * n  # when the DIMM has accepted every write given to it
@@ -354,21 +368,60 @@ class PyEngine(WideOps):
             self.xpb_fill[d] = k + 1
             ready = t
         else:
-            x = (self.rng[d] * 6364136223846793005 + 1442695040888963407) & U64
-            self.rng[d] = x
-            k = (x >> 33) % dm.buffer_lines
+            k = self._rand(d) % dm.buffer_lines
             ready = t if t >= self.xpb_busy[d][k] else self.xpb_busy[d][k]
             if self.xpb_mask[d][k]:  # partly written: read, merge, write the media line
                 st["xpb_rmw"] += 1
                 st["media_read_bytes"] += XPLINE
                 st["media_write_bytes"] += XPLINE
                 ready = self._book(2 * d + 1, ready, dm.media_write_ns) + dm.media_write_ns
+            elif self.xpb_tid[d][k] != tid and self.xpb_open[d][k] < t < self.xpb_shut[d][k]:
+                # complete now, but another thread's line half written at t
+                end = self._half_evicted(tid, d, ready)
+                ready = end if end > ready else ready
         self.xpb_line[d][k] = xpl
         self.xpb_mask[d][k] = 0
         self.xpb_busy[d][k] = ready
+        self.xpb_shut[d][k] = 0.0
+        i = self.alloc_n[d]
+        self.alloc_t[d][i % ALLOC_RING] = t
+        self.xpb_seq[d][k] = i
+        self.alloc_n[d] = i + 1
         return k, ready
 
-    def _dimm_write(self, tid: int, d: int, line: int, accept: float) -> tuple[float, float]:
+    def _rand(self, d: int) -> int:
+        """The next draw of DIMM ``d``'s replacement generator."""
+        x = (self.rng[d] * 6364136223846793005 + 1442695040888963407) & U64
+        self.rng[d] = x
+        return x >> 33
+
+    def _xpb_survives(self, d: int, k: int, shut: float) -> bool:
+        """Whether entry ``k``, whose media line was written from ``xpb_open`` to ``shut``,
+        survived the allocations of other lines that fell in that interval but were simulated
+        before its first write (threads are simulated a quantum at a time, so a line's writes
+        and other threads' concurrent allocations are not simulated in time order): each evicts
+        it with probability 1 / buffer_lines, as random replacement does. The allocations
+        simulated while it was being written drew their victims for real."""
+        lo, n = self.xpb_open[d][k], self.xpb_from[d][k]
+        own, times, lines = self.xpb_seq[d][k], self.alloc_t[d], self.cfg.pm.dimm.buffer_lines
+        for i in range(max(0, self.alloc_n[d] - ALLOC_RING), n):  # those the ring still holds
+            if i != own and lo < times[i % ALLOC_RING] < shut and self._rand(d) % lines == 0:
+                return False
+        return True
+
+    def _half_evicted(self, tid: int, d: int, t: float) -> float:
+        """A media line written in two parts because it was evicted half written at ``t``: its
+        first part is a read-modify-write then, its rest another when it is evicted in turn.
+        Returns when the extra media write ends."""
+        st = self.stats[tid]
+        st["xpb_rmw"] += 2
+        st["media_read_bytes"] += 2 * XPLINE
+        st["media_write_bytes"] += XPLINE
+        w = self.cfg.pm.dimm.media_write_ns
+        return self._book(2 * d + 1, t, w) + w
+
+    def _dimm_write(self, tid: int, d: int, line: int, accept: float,
+                    arrive: float) -> tuple[float, float]:
         """The DIMM takes one 64 B write from its WPQ: (when it starts, when it is accepted)."""
         cfg = self.cfg
         st = self.stats[tid]
@@ -385,9 +438,21 @@ class PyEngine(WideOps):
         done = start + cfg.pm.write_ns
         if done > self.chan_free[d]:
             self.chan_free[d] = done
+        if not self.xpb_mask[d][k]:
+            # its writes wait from their arrival, among the other threads' (the controller
+            # serves the threads queued at a DIMM in turn), but never before the thread's own
+            # previous write: one thread's writes reach the DIMM in order
+            last = self.dimm_last[d][tid]
+            self.xpb_open[d][k] = arrive if arrive > last else last
+            self.xpb_from[d][k] = self.alloc_n[d]
+            self.xpb_tid[d][k] = tid
+        self.dimm_last[d][tid] = start
         mask = self.xpb_mask[d][k] | (1 << (line & 3))
         if mask == 15:  # the whole media line written: write it back, keep it (clean)
             mask = 0
+            self.xpb_shut[d][k] = start
+            if not self._xpb_survives(d, k, start):
+                self._half_evicted(tid, d, start)
             st["media_write_bytes"] += XPLINE
             w = cfg.pm.dimm.media_write_ns
             self.xpb_busy[d][k] = self._book(2 * d + 1, done, w) + w
@@ -562,7 +627,7 @@ class PyEngine(WideOps):
         oldest = self.wpq_ring[slot]
         accept = arrive if arrive >= oldest else oldest
         if self.dimm_on:
-            start, done = self._dimm_write(tid, d, line, accept)
+            start, done = self._dimm_write(tid, d, line, accept, arrive)
         else:
             bank = line % pm.banks
             start = accept if accept >= self.bank_free[bank] else self.bank_free[bank]
