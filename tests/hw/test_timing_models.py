@@ -112,6 +112,47 @@ def test_store_buffer_hides_store_misses_until_full_or_fenced(backend: str) -> N
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_store_misses_take_fill_buffers(backend: str) -> None:
+    """Eight store misses fit the 8-entry store buffer but only 4 fill buffers: their reads
+    for ownership go in two waves, so the buffer drains after two miss latencies."""
+    m = Machine(cfg(ooo=True), backend=backend)
+    cpu = m.cpu(0)
+    for a in lines(8):
+        cpu.store(a, 1)
+    cpu.mfence()
+    assert 2 * 120.0 <= cpu.clock < 3 * 120.0
+
+
+def _fenced_pair(backend: str, between: str) -> float:
+    """Store, clwb and sfence one line (the fence stalls for the write-back), then store a
+    second, uncached line and fence again; ``between`` the two: nothing, an mfence or work."""
+    m = Machine(cfg(ooo=True), backend=backend)
+    cpu = m.cpu(0)
+    cpu.store(0, 1)
+    cpu.clwb(0)
+    cpu.sfence()
+    if between == "mfence":
+        cpu.mfence()
+    elif between == "work":
+        cpu.work(0.0)
+    t = cpu.clock
+    cpu.store(4096, 1)
+    cpu.sfence()
+    return cpu.clock - t
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_store_after_a_stalled_sfence_reads_for_ownership_while_it_waits(backend: str) -> None:
+    """The window fills behind a stalled sfence: the next store's read for ownership issues
+    while the fence waits, so less of its miss is left when the fence retires. A serializing
+    instruction (mfence) or other work in between leaves none of that head start."""
+    ahead = _fenced_pair(backend, "")
+    assert ahead < 120.0  # part of the 120 ns miss was hidden behind the first fence
+    assert _fenced_pair(backend, "mfence") == pytest.approx(120.0)  # the whole miss
+    assert _fenced_pair(backend, "work") == _fenced_pair(backend, "mfence")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_flush_writes_back_after_the_older_stores(backend: str) -> None:
     """clwb of a line whose store is still buffered reaches the WPQ after the store drained."""
     m = Machine(cfg(ooo=True), backend=backend)

@@ -94,6 +94,8 @@ struct pm_machine {
     double *sb_ring;     /* cores x sb_entries: when each buffered store reaches L1 */
     uint32_t *sb_idx;
     double *sb_last;     /* when the youngest buffered store reaches L1 */
+    double *lag;         /* how long before it retires the next store is dispatched (the
+                            last sfence's stall since the thread serialized) */
     double *lf_ring;     /* cores x lf_entries: when each miss slot is free */
     uint32_t *lf_idx;
     /* prefetchers: per thread */
@@ -810,9 +812,12 @@ static inline double mem_access(pm_machine *m, int tid, uint64_t line, int write
 
 /* ---- the out-of-order core's store buffer (reference: PyEngine._sb_*) ------------------ */
 
-/* A store retires into the store buffer at the thread's clock and reaches L1 lat later, after
-   the older stores; stalls only while the buffer is full. */
-static void sb_store(pm_machine *m, int tid, double lat)
+/* A store on the ooo core (PyEngine._sb_store): it retires into the store buffer at the
+   thread's clock (stalling only while the buffer is full) and reaches L1 after the older
+   stores, when its read for ownership is done. That read issues when the store was
+   dispatched: at retirement, or earlier after a stalled sfence (lag), once its buffer entry is
+   free; a miss takes a fill buffer. Returns the level that served it. */
+static int sb_store(pm_machine *m, int tid, uint64_t line, int kind)
 {
     pm_stats *st = &m->st[tid];
     double t = st->time_ns;
@@ -823,13 +828,29 @@ static void sb_store(pm_machine *m, int tid, double lat)
         t = ring[i];
         st->time_ns = t;
     }
-    double done = t + lat;
+    double issue = t - m->lag[tid];
+    if (ring[i] > issue)
+        issue = ring[i];
+    int level;
+    double lat = mem_access(m, tid, line, kind, issue, &level);
+    if (level > 1) {
+        double *lf = &m->lf_ring[(size_t)tid * m->cfg.lf_entries];
+        uint32_t j = m->lf_idx[tid];
+        if (lf[j] > issue)
+            issue = lf[j];
+        lf[j] = issue + lat;
+        m->lf_idx[tid] = (j + 1) % m->cfg.lf_entries;
+    }
+    double done = issue + lat;
+    if (done < t)
+        done = t;
     if (done < m->sb_last[tid])
         done = m->sb_last[tid];
     ring[i] = done;
     m->sb_idx[tid] = (i + 1) % m->cfg.sb_entries;
     m->sb_last[tid] = done;
     st->time_ns = t + m->cfg.store_ns;
+    return level;
 }
 
 /* Wait until every buffered store of the thread reached L1 (ooo core only). */
@@ -1119,6 +1140,7 @@ static inline int do_load(pm_machine *m, int tid, uint64_t addr, uint64_t *out)
     if (m->cfg.timed) {
         int level;
         st->time_ns += mem_access(m, tid, addr >> LINE_SHIFT, 0, st->time_ns, &level);
+        m->lag[tid] = 0.0;
     }
     st->loads += 1;
     if (mode == MODE_TX && htm_buffered(m, tid, addr, out))
@@ -1197,6 +1219,7 @@ static int do_load_many(pm_machine *m, int tid, const uint64_t *addrs, size_t st
         end = t;
     if (end > st->time_ns)
         st->time_ns = end;
+    m->lag[tid] = 0.0;
     return 0;
 }
 
@@ -1205,12 +1228,13 @@ static int tx_store(pm_machine *m, int tid, uint64_t addr, uint64_t value, uint6
 {
     pm_stats *st = &m->st[tid];
     if (m->cfg.timed) {
-        int level;
-        double lat = mem_access(m, tid, addr >> LINE_SHIFT, 2, st->time_ns, &level);
-        if (m->cfg.ooo)
-            sb_store(m, tid, lat);
-        else
+        if (m->cfg.ooo) {
+            sb_store(m, tid, addr >> LINE_SHIFT, 2);
+        } else {
+            int level;
+            double lat = mem_access(m, tid, addr >> LINE_SHIFT, 2, st->time_ns, &level);
             st->time_ns += level == 1 ? m->cfg.store_ns : lat;
+        }
     }
     *counter += 1;
     htm_buffer(m, tid, addr, value);
@@ -1227,12 +1251,13 @@ static inline int do_store(pm_machine *m, int tid, uint64_t addr, uint64_t value
     pm_stats *st = &m->st[tid];
     m->wc[tid] = 0;
     if (m->cfg.timed) {
-        int level;
-        double lat = mem_access(m, tid, addr >> LINE_SHIFT, 1, st->time_ns, &level);
-        if (m->cfg.ooo)
-            sb_store(m, tid, lat);
-        else
+        if (m->cfg.ooo) {
+            sb_store(m, tid, addr >> LINE_SHIFT, 1);
+        } else {
+            int level;
+            double lat = mem_access(m, tid, addr >> LINE_SHIFT, 1, st->time_ns, &level);
             st->time_ns += level == 1 ? m->cfg.store_ns : lat;
+        }
     }
     st->stores += 1;
     *w = value;
@@ -1344,7 +1369,12 @@ static int do_fence(pm_machine *m, int tid, int kind)
     if (m->cfg.timed) {
         if (!m->in_fixed_pb[tid])
             st->time_ns += m->cfg.fence_ns;
+        double before = st->time_ns;
         fence_wait(m, tid);
+        if (kind == EV_MFENCE)
+            m->lag[tid] = 0.0;
+        else if (m->cfg.ooo) /* the window fills behind the fence while it waits */
+            m->lag[tid] = st->time_ns - before;
     }
     if (kind == EV_SFENCE)
         st->sfence += 1;
@@ -1397,6 +1427,7 @@ static int do_rmw(pm_machine *m, int tid, uint64_t addr, int has_expected, uint6
     if (m->cfg.timed) {
         st->time_ns += m->cfg.rmw_ns;
         fence_wait(m, tid);
+        m->lag[tid] = 0.0;
         int level;
         st->time_ns += mem_access(m, tid, addr >> LINE_SHIFT, mode == MODE_TX ? 2 : 1,
                                   st->time_ns, &level);
@@ -1436,6 +1467,7 @@ static inline int do_work(pm_machine *m, int tid, double ns)
         return 0;
     pm_stats *st = &m->st[tid];
     st->time_ns += ns;
+    m->lag[tid] = 0.0;
     st->work_ns += ns;
     return 0;
 }
@@ -1489,6 +1521,7 @@ static int do_xbegin(pm_machine *m, int tid)
     m->st[tid].htm_begins += 1;
     if (m->cfg.timed) {
         sb_drain(m, tid);
+        m->lag[tid] = 0.0;
         m->st[tid].time_ns += m->cfg.xbegin_ns;
     }
     return 0;
@@ -1514,6 +1547,7 @@ static int do_xend(pm_machine *m, int tid, uint64_t *out)
     if (h->state == HTM_DOOMED) {
         if (m->cfg.timed) {
             sb_drain(m, tid);
+            m->lag[tid] = 0.0;
             st->time_ns += m->cfg.xabort_ns;
         }
         *out = h->status;
@@ -1529,6 +1563,7 @@ static int do_xend(pm_machine *m, int tid, uint64_t *out)
         return PM_ERR_NOMEM;
     if (m->cfg.timed) {
         sb_drain(m, tid);
+        m->lag[tid] = 0.0;
         st->time_ns += m->cfg.xend_ns;
     }
     st->htm_commits += 1;
@@ -1628,6 +1663,7 @@ static void timing_reset(pm_machine *m)
     memset(m->sb_ring, 0, n * c->sb_entries * sizeof(double));
     memset(m->sb_idx, 0, n * sizeof(uint32_t));
     memset(m->sb_last, 0, n * sizeof(double));
+    memset(m->lag, 0, n * sizeof(double));
     memset(m->lf_ring, 0, n * c->lf_entries * sizeof(double));
     memset(m->lf_idx, 0, n * sizeof(uint32_t));
     for (size_t i = 0; i < n * c->pf_streams; i++) {
@@ -1693,6 +1729,7 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->sb_ring = calloc((size_t)n * cfg->sb_entries, sizeof(double));
     m->sb_idx = calloc((size_t)n, sizeof(uint32_t));
     m->sb_last = calloc((size_t)n, sizeof(double));
+    m->lag = calloc((size_t)n, sizeof(double));
     m->lf_ring = calloc((size_t)n * cfg->lf_entries, sizeof(double));
     m->lf_idx = calloc((size_t)n, sizeof(uint32_t));
     m->pf_slots = 1;
@@ -1738,6 +1775,7 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     int ok = m->l1 && m->l2 && m->st && m->pending && m->pcommit_wait && m->in_fixed_pb && m->wc
              && m->ring && m->ring_start && m->ring_line && m->ring_idx && m->bank_free && m->rbase
              && m->rend && m->rwords && m->tr && m->htm && m->sb_ring && m->sb_idx && m->sb_last
+             && m->lag
              && m->lf_ring && m->lf_idx && m->pf_streams && m->pf_line
              && m->pf_ready && m->xpb_line && m->xpb_mask && m->xpb_busy
              && m->xpb_open && m->xpb_shut && m->xpb_seq && m->xpb_from && m->xpb_tid && m->alloc_t && m->alloc_n
@@ -1790,6 +1828,7 @@ void pm_machine_free(pm_machine *m)
     free(m->sb_ring);
     free(m->sb_idx);
     free(m->sb_last);
+    free(m->lag);
     free(m->lf_ring);
     free(m->lf_idx);
     free(m->pf_streams);
@@ -2068,6 +2107,7 @@ int pm_set_clock(pm_machine *m, int tid, double t)
     if (bad_tid(m, tid))
         return PM_ERR_TID;
     m->st[tid].time_ns = t;
+    m->lag[tid] = 0.0;
     return 0;
 }
 

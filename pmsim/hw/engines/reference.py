@@ -286,6 +286,10 @@ class PyEngine(WideOps):
         self.sb_ring = [[0.0] * c.store_buffer for _ in range(cfg.cores)]  # drain times
         self.sb_idx = [0] * cfg.cores
         self.sb_last = [0.0] * cfg.cores  # when the youngest buffered store reaches L1
+        # how long before it retires the next store is dispatched: the time fences have
+        # stalled since the thread last serialized (a store after a stalled sfence issues its
+        # read for ownership from the window while the fence waits)
+        self.lag = [0.0] * cfg.cores
         self.lf_ring = [[0.0] * c.fill_buffers for _ in range(cfg.cores)]  # miss completions
         self.lf_idx = [0] * cfg.cores
 
@@ -546,9 +550,12 @@ class PyEngine(WideOps):
             n += 1
         e[3] = f
 
-    def _sb_store(self, tid: int, lat: float) -> None:
-        """A store retires into the store buffer at the thread's clock; it reaches L1 ``lat``
-        later, after the older stores (in order). Stalls only while the buffer is full."""
+    def _sb_store(self, tid: int, line: int, dirty: bool) -> int:
+        """A store on the ooo core: it retires into the store buffer at the thread's clock
+        (stalling only while the buffer is full) and reaches L1 after the older stores, when
+        its read for ownership is done. That read issues when the store was dispatched: at
+        retirement, or earlier after a stalled sfence (``lag``), once its buffer entry is free;
+        a miss takes a fill buffer. Returns the level that served it."""
         t = self.clock[tid]
         ring = self.sb_ring[tid]
         i = self.sb_idx[tid]
@@ -556,13 +563,27 @@ class PyEngine(WideOps):
             self.stats[tid]["sb_stall_ns"] += ring[i] - t
             t = ring[i]
             self.clock[tid] = t
-        done = t + lat
+        issue = t - self.lag[tid]
+        if ring[i] > issue:
+            issue = ring[i]
+        lat, level = self._access(tid, line, True, dirty, issue)
+        if level > 1:
+            lf = self.lf_ring[tid]
+            j = self.lf_idx[tid]
+            if lf[j] > issue:
+                issue = lf[j]
+            lf[j] = issue + lat
+            self.lf_idx[tid] = (j + 1) % len(lf)
+        done = issue + lat
+        if done < t:
+            done = t
         if done < self.sb_last[tid]:
             done = self.sb_last[tid]
         ring[i] = done
         self.sb_idx[tid] = (i + 1) % len(ring)
         self.sb_last[tid] = done
         self.clock[tid] = t + self.cfg.costs.store_ns
+        return level
 
     def _sb_drain(self, tid: int) -> None:
         """Wait until every buffered store of the thread reached L1 (ooo core only)."""
@@ -813,6 +834,7 @@ class PyEngine(WideOps):
             return 0
         lat, _ = self._access(tid, addr >> 6, False, True, self.clock[tid])
         self.clock[tid] += lat
+        self.lag[tid] = 0.0
         self.stats[tid]["loads"] += 1
         if mode == H.TX:
             v = self.htm.buffered(tid, int(addr))
@@ -876,14 +898,15 @@ class PyEngine(WideOps):
             end = t
         if end > self.clock[tid]:
             self.clock[tid] = end
+        self.lag[tid] = 0.0
         return out
 
     def _tx_store(self, tid: int, addr: int, value: int, counter: str) -> None:
         """A transactional store (or movnt): timed like a store, the value buffered."""
-        lat, level = self._access(tid, addr >> 6, True, False, self.clock[tid])
         if self.ooo:
-            self._sb_store(tid, lat)
+            self._sb_store(tid, addr >> 6, False)
         else:
+            lat, level = self._access(tid, addr >> 6, True, False, self.clock[tid])
             self.clock[tid] += self.cfg.costs.store_ns if level == 1 else lat
         self.stats[tid][counter] += 1
         self.htm.buffer(tid, addr, value)
@@ -900,10 +923,10 @@ class PyEngine(WideOps):
                     self._tx_store(tid, addr, value, "stores")
                 return
         self.wc[tid] = 0
-        lat, level = self._access(tid, addr >> 6, True, True, self.clock[tid])
         if self.ooo:
-            self._sb_store(tid, lat)
+            self._sb_store(tid, addr >> 6, True)
         else:
+            lat, level = self._access(tid, addr >> 6, True, True, self.clock[tid])
             self.clock[tid] += self.cfg.costs.store_ns if level == 1 else lat
         self.stats[tid]["stores"] += 1
         self.mem.arrays[r][w] = value
@@ -1009,7 +1032,10 @@ class PyEngine(WideOps):
     def sfence(self, tid: int) -> None:
         if not self.in_fixed_pb[tid]:
             self.clock[tid] += self.cfg.costs.fence_ns
+        before = self.clock[tid]
         self._fence_wait(tid)
+        if self.ooo:  # the window fills behind the fence while it waits
+            self.lag[tid] = self.clock[tid] - before
         self.stats[tid]["sfence"] += 1
         self._emit(Ev.SFENCE, tid, 0, 0, 0)
 
@@ -1017,6 +1043,7 @@ class PyEngine(WideOps):
         if not self.in_fixed_pb[tid]:
             self.clock[tid] += self.cfg.costs.fence_ns
         self._fence_wait(tid)
+        self.lag[tid] = 0.0
         self.stats[tid]["mfence"] += 1
         self._emit(Ev.MFENCE, tid, 0, 0, 0)
 
@@ -1042,6 +1069,7 @@ class PyEngine(WideOps):
             return 0
         self.clock[tid] += self.cfg.costs.rmw_ns
         self._fence_wait(tid)
+        self.lag[tid] = 0.0
         lat, level = self._access(tid, addr >> 6, True, mode == H.PLAIN, self.clock[tid])
         self.clock[tid] += lat
         self.stats[tid]["rmws"] += 1
@@ -1072,6 +1100,7 @@ class PyEngine(WideOps):
         if (ns.__class__ is not float and ns.__class__ is not int) or not 0 <= ns <= MAX_WORK_NS:
             ns = as_ns(ns)
         self.clock[tid] += ns
+        self.lag[tid] = 0.0
         self.stats[tid]["work_ns"] += ns
 
     def mark(self, tid: int, code: int, value: int) -> None:
@@ -1104,6 +1133,7 @@ class PyEngine(WideOps):
         check_tid(self.cfg, tid)
         self.htm.begin(tid)
         self._sb_drain(tid)
+        self.lag[tid] = 0.0
         self.clock[tid] += self.cfg.htm.xbegin_ns
 
     def xend(self, tid: int) -> int:
@@ -1114,6 +1144,7 @@ class PyEngine(WideOps):
         if s == H.NONE:
             raise H.outside_error(tid)
         self._sb_drain(tid)
+        self.lag[tid] = 0.0
         if s == H.DOOMED:
             self.clock[tid] += self.cfg.htm.abort_ns
             return h.end_doomed(tid)
@@ -1159,6 +1190,7 @@ class PyEngine(WideOps):
 
     def set_clock(self, tid: int, t: float) -> None:
         self.clock[tid] = t
+        self.lag[tid] = 0.0
 
     def get_stats(self) -> np.ndarray:
         out = self.stats.copy()
