@@ -62,6 +62,10 @@ class PMSpec:
     ``heap`` lists ``(min_words, max_words, live)``: at most ``live`` heap objects with between
     ``min_words`` and ``max_words`` fields are allocated at any time. The ``max_tx_*`` fields
     bound one transaction: TXN_WRITE calls, words written, alloc/free calls, objects written.
+    ``conservative_log``: a hand-written undo log of this program covers every line a
+    transaction reads as well as those it writes, the nodes its rebalancing might modify (the
+    Proteus card's tree programs, papers/proteus.md §8); runtimes that log what the programmer
+    names (``pmem``) honour it.
     """
 
     statics: tuple[StaticArray, ...] = ()
@@ -70,6 +74,7 @@ class PMSpec:
     max_tx_words: int = 256
     max_tx_allocs: int = 16
     max_tx_objects: int = 64
+    conservative_log: bool = field(default=False, repr=False)  # not in the fingerprint: no byte moves
 
     def __post_init__(self) -> None:
         names = [s.name for s in self.statics]

@@ -295,6 +295,8 @@ class TreeWorkload(MapWorkload):
     A tree defines ``node_words``, :meth:`operate` (one operation, a generator that pauses at
     each step down the tree), :meth:`objects_per_op` and :meth:`allocs_per_op` (worst-case
     bounds of one operation, for the logs) and :meth:`walk` (read and check one tree).
+    Their layout asks for a conservative log (``PMSpec.conservative_log``): a hand-written undo
+    log of a tree covers every node rebalancing might modify, not only those it does.
     """
 
     @property
@@ -324,7 +326,8 @@ class TreeWorkload(MapWorkload):
         return PMSpec(statics=(StaticArray("roots", p.trees, 1, written),),
                       heap=((self.node_words, self.node_words, self.max_nodes()),),
                       max_tx_writes=obj, max_tx_words=obj * self.node_words,
-                      max_tx_allocs=self.allocs_per_op() * n, max_tx_objects=obj)
+                      max_tx_allocs=self.allocs_per_op() * n, max_tx_objects=obj,
+                      conservative_log=True)
 
     def nlocks(self) -> int:
         return int(self.p.trees) if self.threads > 1 else 0

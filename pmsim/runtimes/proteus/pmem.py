@@ -29,7 +29,11 @@ for the log copy and the real pass. The *real pass* then logs that whole set up 
 False) or writes nothing in discovery ends there: nothing was logged, and it does not run again.
 Allocations made in discovery are handed to the real pass in order, so both see the same
 blocks. The logged set is the exact write set, the lower bound of the programmer's
-"might be modified" set (papers/proteus.md P3: conservative tree logging inflates PMEM's cost).
+"might be modified" set, unless the workload's layout asks for a **conservative log**
+(``PMSpec.conservative_log``, set by the trees AT/BT/RT: the card's tree programs log every node
+that rebalancing might modify, papers/proteus.md §8 and P3): then every line the discovery pass
+reads is logged too (the search path and the nodes rebalancing looks at), the read-only ones
+first.
 
 **Lines outside the discovered set** (a body that does not repeat itself, or a transaction
 driven directly with ``begin``/``commit``, where there is no discovery pass) are logged at their
@@ -130,6 +134,8 @@ class PmemDiscoveryTx(Tx):
         self.lock_table = tx.lock_table
         self.buf: dict[int, int] = {}
         self.lines: dict[int, None] = {}  # lines written outside fresh objects, first-write order
+        self.read_lines: dict[int, None] = {}  # lines read outside them (for a conservative log)
+        self._conservative = rt.layout.spec.conservative_log
         self.reserved: list[tuple[int, int]] = []  # (block size, block) allocated, in order
         self.plan: list[int] = []  # allocation-log entries, in order
 
@@ -142,6 +148,8 @@ class PmemDiscoveryTx(Tx):
         cpu.work(self.rt.costs.call_ns)
         ld = cpu.load
         a = obj + 8 * field
+        if self._conservative and obj not in self.fresh:
+            self.read_lines.update(dict.fromkeys(lines_of(a, 8 * n)))
         buf = self.buf
         if not buf:
             return self.cpu.load_words(a, n)
@@ -386,7 +394,8 @@ class PmemRuntime(Runtime):
     def _log_up_front(self, tx: PmemTx, d: PmemDiscoveryTx) -> None:
         """Steps 1-2 for the discovered write set and allocation log."""
         cpu = tx.cpu
-        lines = list(d.lines)
+        # the lines only read first (a conservative log's), then the written ones
+        lines = [x for x in d.read_lines if x not in d.lines] + list(d.lines)
         logged = self._log_set(tx, lines)
         n = len(logged)
         if n > self.cap:

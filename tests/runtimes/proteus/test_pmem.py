@@ -140,6 +140,30 @@ def test_four_steps_each_ended_by_one_sfence(domain: str) -> None:
     assert rt.m.peek(desc + 8 * H_STATE) & 0xFF == IDLE
 
 
+@pytest.mark.parametrize("workload", ["btree", "rbtree", "avl", "hashmap"])
+def test_trees_are_logged_conservatively(workload: str) -> None:
+    """A tree's layout asks for a conservative log: PMEM logs every line an update reads (the
+    search path, the nodes rebalancing looks at), more than it writes; a hash map logs exactly
+    the lines it writes. Either way the run matches the reference."""
+    def logged(conservative: bool) -> tuple[float, float]:
+        s = Session.create("pmem", workload, preset("proteus-marss"), seed=2, txs=30,
+                           params=SMALL[workload])
+        spec = s.runtime.layout.spec
+        assert spec.conservative_log == (workload != "hashmap")
+        if not conservative:
+            object.__setattr__(spec, "conservative_log", False)
+        s.run(30)
+        assert s.workload.app_data(s.runtime) == s.workload.expected(s.runtime.commit_order)
+        k = s.runtime.counters()
+        return k["log_lines"], k["fallback_lines"]
+    as_run, exact = logged(True), logged(False)
+    assert as_run[1] == exact[1] == 0
+    if workload == "hashmap":
+        assert as_run == exact
+    else:
+        assert as_run[0] > 1.5 * exact[0]
+
+
 def test_pcommit_makes_every_sfence_a_persist_barrier_in_pdom0() -> None:
     m, rt = setup("pmem-pcommit", "pdom0")
     run_body(m, rt, add_one)
