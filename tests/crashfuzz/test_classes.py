@@ -112,7 +112,7 @@ def test_the_machine_logs_every_read_path(backend: str) -> None:
 @pytest.mark.parametrize("runtime,workload,order", [
     ("pmem", "swap", "px86"),
     ("pmem:S1", "swap", "px86"),
-    ("pmem:S2", "avl", "px86"),
+    ("pmem:S2", "queue", "px86"),
     ("undo:U1", "kv", "line"),
     ("proteus-tiny", "queue", "px86"),
     ("proteus:X2", "hashmap", "line"),
