@@ -21,7 +21,10 @@ Per core (hardware thread):
   persists before the log. *Source log*: when the store misses, the MC builds the entry from
   the line it reads from NVM for the fill, so there is no extra read and the acknowledgement
   returns with the fill (``mc_ns`` after it); on a hit the entry is sent with the line and
-  acknowledged a round trip ``rtt = to_wpq_ns + mc_ns`` after it issues.
+  acknowledged a round trip ``rtt = to_wpq_ns + mc_ns`` after it issues. While the store waits
+  at the head, the core keeps dispatching until its reorder buffer is full
+  (:data:`ROB_WINDOW_NS`), so the thread stalls for the rest of the round trip only; the next
+  logged store, and tx-end, wait for the acknowledgement.
 * **Commit** (tx-end): the software's ``clwb`` of every modified line and ``sfence`` (card §8
   [D], as Proteus), then TX_END to the MC (``2 * mc_ns``, as Proteus): the MC sets END on the
   transaction's last entry (the commit point), then **truncates**: it invalidates the entries
@@ -83,6 +86,11 @@ META = FMT.data_words + 2
 TXID = FMT.data_words + 1
 TRACKING = 64
 """Entries of a transaction the MC's tracking table holds (card §11 [D])."""
+ROB_WINDOW_NS = 224 / 5 / 3.4
+"""How long the core keeps dispatching behind a store held at retirement before its reorder
+buffer is full: 224 entries filled 5 a cycle at 3.4 GHz (Proteus's Table 1 MarssX86 core, card
+§9.1 "model ROB 224, 5-wide"), 13.2 ns. Independent work in that window overlaps the store's
+log round trip; the next logged store still waits for it (one outstanding log per core)."""
 
 
 @dataclass
@@ -135,6 +143,7 @@ class AtomCore:
     data_lines: dict[int, None] = field(default_factory=dict)
     old: dict[int, list[int]] = field(default_factory=dict)  # line -> logged old words
     mc_line: int = -1  # the line the MC's last write of this core went to (WPQ merging)
+    last_ack: float = 0.0  # when the last log waited for at retirement was acknowledged
 
 
 class AtomUnit:
@@ -157,6 +166,7 @@ class AtomUnit:
         self.tracking = tracking
         self.mc_ns = 10 / 3.4 if mc_ns is None else mc_ns
         self.rtt = cfg.pm.to_wpq_ns + self.mc_ns
+        self.rob_ns = ROB_WINDOW_NS
         self.miss_ns = cfg.cache.llc.latency_ns + cfg.pm.read_ns
         self.cores = [AtomCore(t, b, slots) for t, b in enumerate(logs)]
         self.counts = AtomCounts()
@@ -211,6 +221,7 @@ class AtomUnit:
             self.counts.logged_hits += 1
             return
         owner = self.owner
+        self._retired(cpu, c)  # one outstanding log per core: the previous store retires first
         self._acks(c, cpu.clock)
         if c.seq >= c.slots - 1 and owner.overflow_check:
             self.counts.overflows += 1
@@ -250,12 +261,21 @@ class AtomUnit:
         if not owner.hw_step(tid, "atom.log.stall"):
             c.unacked.append(e)
             return
-        wait = e.ack - cpu.clock
+        wait = e.ack - cpu.clock - self.rob_ns  # the window fills behind the store first
         if wait > 0:
             cpu.work(wait)
             cnt.retire_stall_ns += wait
         cnt.retire_stalls += 1
+        c.last_ack = e.ack
         self._ack(c, e)
+
+    def _retired(self, cpu: Any, c: AtomCore) -> None:
+        """Wait until the last store held at retirement has its acknowledgement: the core ran
+        ahead of it only as far as its reorder window."""
+        if cpu.clock < c.last_ack:
+            wait = c.last_ack - cpu.clock
+            cpu.work(wait)
+            self.counts.retire_stall_ns += wait
 
     def store(self, cpu: Any, addr: int, value: int) -> None:
         """The store itself (after :meth:`log_line`)."""
@@ -270,6 +290,7 @@ class AtomUnit:
         """Persist the data (``flush``, ``fence``), send TX_END: END on the last entry (the
         commit point), then the MC truncates; the logged bits are cleared."""
         c = self.cores[cpu.tid]
+        self._retired(cpu, c)
         for e in c.unacked:  # without the retirement wait: every ack is in by now
             self._ack(c, e)
         c.unacked = []
@@ -326,5 +347,5 @@ class AtomUnit:
                 self.store(cpu, line + 8 * i, w)
 
 
-__all__ = ["FMT", "LINE_WORDS", "META", "TRACKING", "AtomCore", "AtomCounts", "AtomEntry",
+__all__ = ["FMT", "LINE_WORDS", "META", "ROB_WINDOW_NS", "TRACKING", "AtomCore", "AtomCounts", "AtomEntry",
            "AtomUnit"]
