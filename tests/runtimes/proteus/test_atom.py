@@ -20,7 +20,7 @@ from crashfuzz.mutants import kill_one
 from pmsim import Machine, preset
 from pmsim.cache import native
 from pmsim.errors import ConfigError
-from pmsim.hw.proteus.atom import FMT, META
+from pmsim.hw.proteus.atom import FMT, META, ROB_WINDOW_NS
 from pmsim.hw.proteus.proteus import END, VALID, trace_entries
 from pmsim.runtimes import PMSpec, StaticArray, create_runtime, fit_pm, get_runtime
 from pmsim.runtimes.mutation import Mutant, drop, patch
@@ -182,6 +182,29 @@ def test_source_log_on_a_miss_waits_less() -> None:
     per_warm = (warm["retire_stall_ns"] - cold["retire_stall_ns"]) / 3
     assert per_cold <= rt.unit.mc_ns + 1e-9 < per_warm <= rt.unit.rtt + 1e-9
     assert slot_words(rt) == [7, 7, 7]
+
+
+def test_the_reorder_window_overlaps_work_with_a_log_round_trip_but_not_two_logs() -> None:
+    """A store held at retirement lets the core go on for the reorder window (ROB_WINDOW_NS):
+    work placed there costs (almost) nothing, while the round trips of two logged stores never
+    overlap (the second, and tx-end, wait for the acknowledgement)."""
+    def timed(gap: float) -> tuple[float, float, float]:
+        m, rt = setup()
+        run_body(m, rt, blind_add)  # warm: every later store hits, a round trip each
+
+        def body(tx: Any) -> None:
+            tx.write(tx.rt.static("a", 0), 0, 1)
+            tx.cpu.work(gap)
+            tx.write(tx.rt.static("a", 5), 0, 1)
+
+        before, t0 = rt.counters()["retire_stall_ns"], m.cpu(0).clock
+        run_body(m, rt, body)
+        return (rt.counters()["retire_stall_ns"] - before, m.cpu(0).clock - t0, rt.unit.rtt)
+    stall, took, rtt = timed(0.0)
+    assert 2 * rtt - ROB_WINDOW_NS <= stall <= 2 * rtt  # both round trips are waited out
+    stall_w, took_w, _ = timed(ROB_WINDOW_NS / 2)
+    assert took_w == pytest.approx(took)  # the work hid in the first store's window
+    assert stall_w == pytest.approx(stall - ROB_WINDOW_NS / 2)
 
 
 def test_one_line_transaction_merges_end_and_its_invalidation() -> None:
