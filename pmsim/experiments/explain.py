@@ -1,11 +1,12 @@
 """Counterfactual explanations: which modelled mechanism flips a claim's verdict.
 
 For every claim that differs, ``pmsim reproduce PAPER --explain`` reruns the experiments the
-claim reads with one mechanism of the machine model switched to its other state (each
-:class:`Toggle`: the prefetchers, the out-of-order core's store buffer and overlapped misses,
-WPQ write merging, the on-DIMM buffer), evaluates the claim on those rows, and reports the
-verdict with the time a transaction spends per component. The scoreboard then reads "holds with
-X" or "differs under every modelled mechanism": a cause measured, not asserted.
+claim reads with one mechanism switched to its other state (each :class:`Toggle`: the
+prefetchers, the out-of-order core's store buffer and overlapped misses, WPQ write merging, the
+on-DIMM buffer; and of the workloads, the K-V store's server time per request), evaluates the
+claim on those rows, and reports the verdict with the time a transaction spends per component.
+The scoreboard then reads "holds with X" or "differs under every modelled mechanism": a cause
+measured, not asserted.
 
 A toggle applies to a point only if the point's machine has the mechanism to switch (the DIMM
 model cannot be switched on where no DIMM was calibrated); a claim none of whose points it
@@ -33,16 +34,27 @@ time is memory latency the core did not hide (exposed misses) and lock or HTM wa
 @dataclass(frozen=True)
 class Toggle:
     """One mechanism switched to its other state: ``name`` as the scoreboard prints it
-    ("with X"), whether a machine has it to switch, and the machine overrides that do."""
+    ("with X"), whether a machine has it to switch, and the machine overrides that do. A
+    mechanism of the workload rather than the machine also gives ``params``: the workload
+    parameter overrides for a point, or None where the point's workload lacks it."""
 
     name: str
     help: str
     applies: Callable[[MachineConfig], bool]
     overrides: Callable[[MachineConfig], dict[str, Any]]
+    params: Callable[[Mapping[str, Any]], dict[str, Any] | None] | None = None
 
 
 def _prefetch_on(c: MachineConfig) -> bool:
     return c.prefetch.stream or c.prefetch.adjacent
+
+
+def _no_request_time(point: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A K-V point's server time per request set to zero (None for other points)."""
+    params = dict(point.get("params") or {})
+    if point.get("workload") != "kv" or not (params.get("get_ns") or params.get("put_ns")):
+        return None
+    return {"get_ns": 0.0, "put_ns": 0.0}
 
 
 TOGGLES: tuple[Toggle, ...] = (
@@ -63,6 +75,10 @@ TOGGLES: tuple[Toggle, ...] = (
            "media lines (only where the preset models DIMMs)",
            lambda c: c.pm.dimm.dimms > 0,
            lambda c: {"pm.dimm.dimms": 0}),
+    Toggle("request time off", "the K-V store's server time per request outside the "
+           "transaction (its socket I/O, `get_ns`/`put_ns`) set to zero: the store as a "
+           "library call (only where an experiment gives it one)",
+           lambda c: True, lambda c: {}, params=_no_request_time),
 )
 
 
@@ -77,9 +93,16 @@ def _toggled(points: Sequence[Mapping[str, Any]], t: Toggle) -> list[dict[str, A
     out = []
     for p in points:
         cfg = preset(p["preset"]).replace(**dict(p.get("machine") or {}))
-        if t.applies(cfg):
-            machine = {**dict(p.get("machine") or {}), **t.overrides(cfg)}
-            out.append({**p, "machine": machine, "counterfactual": t.name})
+        if not t.applies(cfg):
+            continue
+        params = dict(p.get("params") or {})
+        if t.params is not None:
+            more = t.params(p)
+            if more is None:
+                continue
+            params.update(more)
+        machine = {**dict(p.get("machine") or {}), **t.overrides(cfg)}
+        out.append({**p, "params": params, "machine": machine, "counterfactual": t.name})
     return out
 
 
