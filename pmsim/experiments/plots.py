@@ -103,6 +103,12 @@ def _pyplot() -> Any:
     return plt
 
 
+def _within(x: Any, xs: Sequence[Any]) -> bool:
+    """Whether ``x`` lies within the range of the numeric ``xs`` (a line plot's x axis)."""
+    nums = [v for v in xs if isinstance(v, int | float)]
+    return bool(nums) and isinstance(x, int | float) and min(nums) <= x <= max(nums)
+
+
 def draw(fig: Figure, rows: Sequence[Mapping[str, Any]], out: str | Path,
          formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
     """Render ``fig`` from ``rows`` into ``out/<name>.<format>``; returns the files written
@@ -114,7 +120,9 @@ def draw(fig: Figure, rows: Sequence[Mapping[str, Any]], out: str | Path,
     panels = _ordered([r.get(fig.panels) for r in sel], tuple(DOMAIN_TITLES))
     series = _ordered([str(r.get(fig.series)) for r in sel], fig.order, sort=False)
     styles = style(series)
-    n_labels = len(series) + len({p[0] for p in fig.published if p[0] in styles})
+    xs_fig = _ordered([r.get(fig.x) for r in sel])
+    n_labels = len(series) + len({s for s, x, _ in fig.published if s in styles and (
+        x in xs_fig if fig.kind == "bar" else _within(x, xs_fig))})
     w = 3.2 * len(panels) + 0.9
     ncol = max(1, min(n_labels, 6, int(w / 1.9)))  # a legend entry needs about 1.9 in
     legend_rows = -(-n_labels // ncol)
@@ -150,14 +158,18 @@ def draw(fig: Figure, rows: Sequence[Mapping[str, Any]], out: str | Path,
                 ax.plot([x for x, _ in pts], ys, label=s, color=st["color"],
                         marker=st["marker"], linestyle=st["linestyle"], markersize=4,
                         linewidth=1.4)
+        starred: set[str] = set()
         for s, x, y in fig.published:
             if s not in styles or (fig.kind == "bar" and x not in xs_all):
                 continue
+            if fig.kind == "line" and not _within(x, xs_all):
+                continue  # a paper's point beyond the x range run (e.g. at the quick scale)
             px = (xs_all.index(x) + (series.index(s) - (len(series) - 1) / 2) * width
                   if fig.kind == "bar" else x)
             ax.plot([px], [y * fig.yscale], linestyle="none", marker="*", markersize=9,
                     color=styles[s]["color"], markeredgecolor="black", markeredgewidth=0.5,
-                    label=f"{s} (paper)", zorder=5)
+                    label="_nolegend_" if s in starred else f"{s} (paper)", zorder=5)
+            starred.add(s)
         if fig.kind == "line" and len(xs_all) <= 8 and all(
                 isinstance(x, int | float) and float(x).is_integer() for x in xs_all):
             ax.set_xticks(xs_all)

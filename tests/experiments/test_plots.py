@@ -48,6 +48,12 @@ def test_published_values_are_drawn_beside_the_lines(tmp_path, monkeypatch) -> N
                   kind="bar", published=(("cow", 50, 100.0), ("cow", 7, 1.0)))
     draw(bars, ROWS, tmp_path, formats=("png",))
     assert seen[1] == ["cow (paper)", "cow (paper)"]  # x=7 is not on the axis: left out
+    more = Figure("lat2", "Latency", x="write_pct", y="lat_p50", xlabel="writes (%)",
+                  ylabel="latency (µs)", published=(("undo", 0, 1.0), ("undo", 100, 2.0),
+                                                    ("undo", 400, 3.0)))
+    draw(more, ROWS, tmp_path, formats=("png",))
+    # per panel: two stars (400 lies beyond the x range run), one legend entry
+    assert seen[2] == ["undo (paper)", "_nolegend_"] * 2
 
 
 def test_palette_and_variant_styles() -> None:
