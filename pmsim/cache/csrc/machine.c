@@ -94,8 +94,8 @@ struct pm_machine {
     double *sb_ring;     /* cores x sb_entries: when each buffered store reaches L1 */
     uint32_t *sb_idx;
     double *sb_last;     /* when the youngest buffered store reaches L1 */
-    double *lag;         /* how long before it retires the next store is dispatched (the
-                            last sfence's stall since the thread serialized) */
+    double *lag;         /* how long before it retires the next store is dispatched: the
+                            last sfence's stall, until the thread serializes */
     double *lf_ring;     /* cores x lf_entries: when each miss slot is free */
     uint32_t *lf_idx;
     /* prefetchers: per thread */
@@ -109,7 +109,8 @@ struct pm_machine {
     int64_t *xpb_line;   /* ndimm x xpb_lines: media line held, -1: none */
     uint8_t *xpb_mask;   /* cache lines of it written since its last media write */
     double *xpb_busy;    /* when its last media write ends */
-    double *xpb_open;    /* when its last fill began (its first write's arrival) ... */
+    double *xpb_open;    /* when its last fill began (its first write's arrival, not
+                            before its thread's previous write to the DIMM) ... */
     double *xpb_shut;    /* ... and ended (the write completing it); 0: not complete */
     uint64_t *xpb_seq;   /* its allocation's number */
     uint64_t *xpb_from;  /* allocations before its fill began */
@@ -1778,8 +1779,8 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
              && m->lag
              && m->lf_ring && m->lf_idx && m->pf_streams && m->pf_line
              && m->pf_ready && m->xpb_line && m->xpb_mask && m->xpb_busy
-             && m->xpb_open && m->xpb_shut && m->xpb_seq && m->xpb_from && m->xpb_tid && m->alloc_t && m->alloc_n
-             && m->dimm_last
+             && m->xpb_open && m->xpb_shut && m->xpb_seq && m->xpb_from && m->xpb_tid
+             && m->alloc_t && m->alloc_n && m->dimm_last
              && m->xpb_fill && m->rng && m->chan_free && m->cal_tag && m->cal_used;
     ok = ok && cache_init(&m->llc, cfg->llc_sets, cfg->llc_ways);
     for (int i = 0; ok && i < n; i++)

@@ -286,9 +286,9 @@ class PyEngine(WideOps):
         self.sb_ring = [[0.0] * c.store_buffer for _ in range(cfg.cores)]  # drain times
         self.sb_idx = [0] * cfg.cores
         self.sb_last = [0.0] * cfg.cores  # when the youngest buffered store reaches L1
-        # how long before it retires the next store is dispatched: the time fences have
-        # stalled since the thread last serialized (a store after a stalled sfence issues its
-        # read for ownership from the window while the fence waits)
+        # how long before it retires the next store is dispatched: the last sfence's stall,
+        # until the thread serializes (a store after a stalled sfence issues its read for
+        # ownership from the window while the fence waits)
         self.lag = [0.0] * cfg.cores
         self.lf_ring = [[0.0] * c.fill_buffers for _ in range(cfg.cores)]  # miss completions
         self.lf_idx = [0] * cfg.cores
