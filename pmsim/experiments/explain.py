@@ -57,6 +57,16 @@ def _no_request_time(point: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"get_ns": 0.0, "put_ns": 0.0}
 
 
+def _unsized_tpcc(point: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A TPC-C point sized as a paper ran it (NV-HTM's HTM port, DUDETx's New-Order work) back
+    to TPC-C's own profiles with no added work (None for other points)."""
+    params = dict(point.get("params") or {})
+    if point.get("workload") != "tpcc" or (params.get("port", "full") == "full"
+                                           and not params.get("new_order_ns")):
+        return None
+    return {"port": "full", "new_order_ns": 0.0}
+
+
 TOGGLES: tuple[Toggle, ...] = (
     Toggle("prefetchers toggled", "the L2 streamer and adjacent-line prefetcher off where the "
            "preset has them, on where it does not",
@@ -79,6 +89,9 @@ TOGGLES: tuple[Toggle, ...] = (
            "transaction (its socket I/O, `get_ns`/`put_ns`) set to zero: the store as a "
            "library call (only where an experiment gives it one)",
            lambda c: True, lambda c: {}, params=_no_request_time),
+    Toggle("paper sizing off", "TPC-C's full profiles with no added work, where an experiment "
+           "sizes TPC-C as its paper ran it (NV-HTM's HTM port; DUDETx's 110k-cycle New-Order)",
+           lambda c: True, lambda c: {}, params=_unsized_tpcc),
 )
 
 

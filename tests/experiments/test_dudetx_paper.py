@@ -68,7 +68,8 @@ def _metrics(point: dict[str, Any]) -> dict[str, float]:
         if rt.startswith("dudetx"):
             extra["logged_entries"] = mod.D3_WRITES[key] * commits
         ack = ACK.get(rt, 1.0) * th / tp * 1e9
-        extra.update(ack_p50=ack, ack_p90=1.6 * ack, ack_p99=2.7 * ack)
+        extra.update(ack_p50=ack, ack_p90=1.6 * ack, ack_p99=2.7 * ack,
+                     lat_p50=0.9 * th / tp * 1e9)
     elif exp == "empty":
         tp = EMPTY_TP[rt]
     elif exp == "fig6-tpcc":

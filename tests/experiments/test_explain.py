@@ -88,6 +88,18 @@ def test_the_request_time_toggle_applies_to_a_kv_store_that_has_one() -> None:
     assert ex._toggled([{**kv, "workload": "array"}], t) == []
 
 
+def test_the_sizing_toggle_turns_a_paper_sized_tpcc_back_into_tpcc() -> None:
+    t = next(t for t in ex.TOGGLES if t.name == "paper sizing off")
+    port = {"preset": "nvhtm-xeon", "workload": "tpcc", "machine": {},
+            "params": {"mix": "a", "port": "htm"}}
+    (pt,) = ex._toggled([port], t)
+    assert pt["params"] == {"mix": "a", "port": "full", "new_order_ns": 0.0}
+    work = {**port, "params": {"mix": "new-order", "new_order_ns": 27_700.0}}
+    assert ex._toggled([work], t)[0]["params"]["new_order_ns"] == 0.0
+    assert ex._toggled([{**port, "params": {"mix": "a"}}], t) == []  # TPC-C as specified
+    assert ex._toggled([{**port, "workload": "bank"}], t) == []
+
+
 def test_report_shows_the_counterfactual_column_and_section(monkeypatch: pytest.MonkeyPatch,
                                                           tmp_path: Path) -> None:
     from pmsim.experiments import claims
