@@ -158,7 +158,11 @@ def explain(paper: Paper, rows: Sequence[Mapping[str, Any]], quick: bool, scale:
             if not alt:
                 continue
             clean = [{k: v for k, v in r.items() if k != "counterfactual"} for r in alt]
-            got = c.evaluate(Rows([*kept, *clean]))
+            toggled = {r.get("experiment") for r in alt}
+            # an experiment the toggle does not apply to (a K-V or TPC-C toggle beside a claim's
+            # other workloads) keeps its rows as run
+            same = [r for r in mine if r.get("experiment") not in toggled]
+            got = c.evaluate(Rows([*kept, *same, *clean]))
             out.append({"claim": c.id, "toggle": t.name, "verdict": got["verdict"],
                         "measured": got["measured"], "as run": as_run,
                         "toggled": components(clean)})

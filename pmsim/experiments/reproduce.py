@@ -309,8 +309,8 @@ def _workers(sweep: Mapping[str, Any]) -> str:
 
 
 def _add_reproduce(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paper", help="a registered paper (marathe, ...) or 'all' (every paper and "
-                   "the unified comparison)")
+    p.add_argument("paper", help="a registered paper (marathe, ...), several comma-separated "
+                   "(marathe,dudetx), or 'all' (every paper and the unified comparison)")
     p.add_argument("--quick", action="store_true", help="the quick scale: fewer transactions "
                    "and axis values, the same shape (marathe: under 2 minutes on 2 cores)")
     p.add_argument("--scale", type=float, default=1.0, metavar="F",
@@ -331,10 +331,12 @@ def _add_reproduce(p: argparse.ArgumentParser) -> None:
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     known = paper_names()
-    if args.paper == "all":
-        papers = [get_paper(n) for n in known]
-    else:
-        papers = [get_paper(args.paper)]
+    names = known if args.paper == "all" else [n.strip() for n in args.paper.split(",")
+                                                 if n.strip()]
+    papers = [get_paper(n) for n in dict.fromkeys(names)]
+    if not papers:
+        raise ConfigError(f"no paper named in {args.paper!r}: name one of {', '.join(known)} "
+                          "(comma-separated for several) or 'all'")
     if not (args.scale > 0 and args.scale < 1e6):
         raise ConfigError(f"--scale {args.scale}: use a number > 0")
     only = _names("--only", args.only, "scalability")

@@ -66,6 +66,32 @@ def test_each_applicable_toggle_reruns_the_claims_that_differ(monkeypatch: pytes
     assert t1["as run"].startswith("200 ns/tx of thread time: compute 50, barrier stalls 20")
 
 
+def test_a_workload_toggle_keeps_the_claims_other_experiments_as_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    kv = Experiment("f", "toy kv", "kv", ("undo",), ("marathe-pdom1",),
+                    params={"keys": 16, "get_ns": 1000.0}, txs=10, warmup=0, quick_txs=5,
+                    quick_warmup=0)
+
+    def both(rows: Rows) -> Finding:
+        c = Checks()
+        e, f = (rows.get("throughput", experiment=x, runtime="undo") for x in ("e", "f"))
+        c.expect(f >= 1.5, f"array {e:.1f}, kv {f:.1f}", "the K-V store is too slow")
+        return c.finding()
+
+    def kv_world(points: list[dict[str, Any]], fn: Any = None, **kw: Any) -> list[dict[str, Any]]:
+        """The K-V store is fast only without its request time."""
+        return [row(p, 2.0 if (p.get("params") or {}).get("get_ns") == 0.0 else 1.0)
+                for p in points]
+
+    paper = Paper("toy-explain-kv", "Toy", "cite", "card.md", (EXP, kv),
+                  (Claim("K1", "§1", "both fast", "kv ≥ 1.5", ("e", "f"), both),))
+    monkeypatch.setattr(ex, "run_points", kv_world)
+    got = ex.explain(paper, kv_world(paper.points(quick=True)), quick=True)
+    by = {r["toggle"]: r for r in got}
+    assert by["request time off"]["verdict"] == "holds"  # e's rows kept, not "not run"
+    assert "array 1.0, kv 2.0" in by["request time off"]["measured"]
+
+
 def test_toggles_switch_only_what_a_machine_has() -> None:
     dimm = next(t for t in ex.TOGGLES if t.name == "DIMM buffer off")
     assert dimm.applies(preset("optane-adr")) and not dimm.applies(preset("loc-gem5"))

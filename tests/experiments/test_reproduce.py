@@ -76,6 +76,8 @@ def test_compare_prints_every_column(capsys, tmp_path) -> None:
 @pytest.mark.parametrize("argv,msg", [
     (["reproduce", "marath"], "unknown paper 'marath'. Did you mean 'marathe'?"),
     (["reproduce", "marathe", "--only", "fig9"], "unknown experiment 'fig9'"),
+    (["reproduce", "marathe,dudtx"], "unknown paper 'dudtx'. Did you mean 'dudetx'?"),
+    (["reproduce", ","], "no paper named"),
     (["reproduce", "marathe", "--scale", "0"], "--scale"),
     (["compare", "--runtimes", "undo,bogus"], "Known runtimes: atom, cow"),
     (["compare", "--workloads", "tpcx"], "Known workloads:"),
