@@ -227,6 +227,16 @@ class CoreConfig:
                               "flight at once (ooo only; at most 4096)")
     load_issue_ns: float = param(0.5, "ns", "issue interval between the independent loads of "
                                  "one group (ooo only)")
+    physical_cores: int = param(0, "cores", "physical cores the hardware threads run on "
+                                "(Hyper-Threading): thread t runs on core t mod physical_cores, "
+                                "so with more threads two share a core's L1 and L2, its HTM "
+                                "write capacity (halved) and its issue slots (smt_speed); 0: a "
+                                "core per thread")
+    smt_speed: float = param(0.65, "", "compute speed of each of two threads sharing a core, "
+                             "as a fraction of one thread alone on it (work() and the "
+                             "runtimes' fixed costs; memory latencies are not slowed): "
+                             "Hyper-Threading adds up to 30% throughput to a core (Marr et al., "
+                             "Intel Technology Journal 6(1), 2002), 1.3 / 2 = 0.65")
 
     def __post_init__(self) -> None:
         if self.model not in get_args(CoreModel):
@@ -234,6 +244,25 @@ class CoreConfig:
                         "Use 'inorder' or 'ooo'.")
         _check_posint(self, "store_buffer", "fill_buffers", most=4096)
         _check_nonneg(self, "load_issue_ns")
+        if not _is_int(self.physical_cores) or not 0 <= self.physical_cores <= 64:
+            raise _fail(self, "physical_cores", f"must be an integer in 0..64, got "
+                        f"{self.physical_cores!r}", "Use 0 (a core per thread) or the "
+                        "number of physical cores.")
+        v = self.smt_speed
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 < v <= 1:
+            raise _fail(self, "smt_speed", f"must be a number in (0, 1], got {v!r}",
+                        "Use the fraction of full speed a thread keeps beside its sibling.")
+
+    def placement(self, threads: int) -> tuple[list[int], list[int]]:
+        """The physical core each of ``threads`` hardware threads runs on, and its sibling on
+        that core (-1: alone). Threads fill the cores in order, then their second threads, as
+        Linux numbers them: thread t on core t mod physical_cores."""
+        p = self.physical_cores
+        if not p or threads <= p:
+            return list(range(threads)), [-1] * threads
+        core = [t % p for t in range(threads)]
+        sib = [t + p if t + p < threads else t - p if t >= p else -1 for t in range(threads)]
+        return core, sib
 
 
 MAX_PF_DISTANCE = 64
@@ -494,6 +523,11 @@ class MachineConfig:
         if not _is_int(self.seed) or not 0 <= self.seed <= MAX_SEED:
             raise _fail(self, "seed", f"must be an integer in 0..2**64-1, got {self.seed!r}",
                         "Use a non-negative integer.")
+        p = self.core.physical_cores
+        if p and self.cores > 2 * p:
+            raise _fail(self, "cores", f"{self.cores} hardware threads on core.physical_cores={p}",
+                        f"Two threads share a core at most: use at most {2 * p} cores (threads "
+                        "and the runtime's helper threads), or more physical cores.")
         self._check_caches()
         self._check_regions()
 

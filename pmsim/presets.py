@@ -190,7 +190,7 @@ def _nvhtm() -> MachineConfig:
         pm=PMConfig(read_ns=90.0, write_ns=90.0, banks=16, wpq_entries=64, to_wpq_ns=0.0),
         dram=DRAMConfig(90.0),
         costs=CostConfig(store_ns=1 / ghz, flush_ns=1 / ghz, fence_ns=2 / ghz),
-        core=replace(BROADWELL_CORE, load_issue_ns=1 / ghz),
+        core=replace(BROADWELL_CORE, load_issue_ns=1 / ghz, physical_cores=14),
         prefetch=INTEL_PREFETCH,
         domain="pdom1",
         barrier="modelled",
@@ -245,7 +245,11 @@ PRESETS: dict[str, tuple[Callable[[], MachineConfig], str]] = {
                    "256 KB, L3 35 MB per Intel's data sheet, modelled as 32 MB 16-way since "
                    "sets are a power of two; 4/12/40-cycle hits [A]); PM emulated in DRAM with "
                    "no read-latency model, so PM at DRAM speed (90 ns [A]); the 500 ns flush "
-                   "spin is the runtimes' flush_ns option (card §8); no hyper-threading. Core: "
+                   "spin is the runtimes' flush_ns option (card §8). Hyper-Threading: 14 physical "
+                   "cores, so threads 15-28 (and the checkpointer beyond 14 workers) share a "
+                   "core's L1, L2, HTM write capacity (halved, card §10.1) and issue slots "
+                   "(compute at 0.65 of full speed: Intel's up to 30% more throughput a core). "
+                   "Core: "
                    "out-of-order Broadwell (store buffer 42, 10 fill buffers; Intel's "
                    "optimization manual); L2 streamer and adjacent-line prefetcher on; no WPQ "
                    "merging (PM is emulated in DRAM)"),

@@ -3,7 +3,8 @@
 For every claim that differs, ``pmsim reproduce PAPER --explain`` reruns the experiments the
 claim reads with one mechanism switched to its other state (each :class:`Toggle`: the
 prefetchers, the out-of-order core's store buffer and overlapped misses, WPQ write merging, the
-on-DIMM buffer; and of the workloads, the K-V store's server time per request), evaluates the
+on-DIMM buffer, Hyper-Threading; and of the workloads, the K-V store's server time per request
+and the papers' TPC-C sizing), evaluates the
 claim on those rows, and reports the verdict with the time a transaction spends per component.
 The scoreboard then reads "holds with X" or "differs under every modelled mechanism": a cause
 measured, not asserted.
@@ -57,6 +58,18 @@ def _no_request_time(point: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"get_ns": 0.0, "put_ns": 0.0}
 
 
+def _shares_cores(point: Mapping[str, Any]) -> dict[str, Any] | None:
+    """{} for a point whose threads (with the runtime's helpers) outnumber the preset's physical
+    cores, so that some share one; None where none does (turning Hyper-Threading off changes
+    nothing there)."""
+    from ..runtimes.registry import get_runtime
+
+    cfg = preset(point["preset"]).replace(**dict(point.get("machine") or {}))
+    threads = int(point["threads"])
+    cores = threads + get_runtime(point["runtime"]).extra_cores(threads)
+    return {} if cfg.core.physical_cores and cores > cfg.core.physical_cores else None
+
+
 def _unsized_tpcc(point: Mapping[str, Any]) -> dict[str, Any] | None:
     """A TPC-C point sized as a paper ran it (NV-HTM's HTM port, DUDETx's New-Order work) back
     to TPC-C's own profiles with no added work (None for other points)."""
@@ -89,6 +102,10 @@ TOGGLES: tuple[Toggle, ...] = (
            "transaction (its socket I/O, `get_ns`/`put_ns`) set to zero: the store as a "
            "library call (only where an experiment gives it one)",
            lambda c: True, lambda c: {}, params=_no_request_time),
+    Toggle("Hyper-Threading off", "a core for every thread where threads share the preset's "
+           "physical cores (no shared L1, L2 or HTM capacity, full-speed compute)",
+           lambda c: c.core.physical_cores > 0, lambda c: {"core.physical_cores": 0},
+           params=_shares_cores),
     Toggle("paper sizing off", "TPC-C's full profiles with no added work, where an experiment "
            "sizes TPC-C as its paper ran it (NV-HTM's HTM port; DUDETx's 110k-cycle New-Order)",
            lambda c: True, lambda c: {}, params=_unsized_tpcc),

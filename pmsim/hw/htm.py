@@ -25,7 +25,10 @@ Rules (nv-htm.md §2 H1-H7, §10):
   transaction. A doomed thread's access is still dropped. The marks survive a power cycle
   (they configure the hardware, like the set bounds).
 * Capacity: a new read line beyond ``htm.read_set_lines``, a new written line beyond
-  ``htm.write_set_lines`` or beyond the ways of its L1 set aborts the transaction itself.
+  ``htm.write_set_lines`` or beyond the ways of its L1 set aborts the transaction itself. Two
+  hardware threads on one core (``core.physical_cores``) each get half the write set, and the
+  ways of a set hold both live transactions' written lines (card nv-htm §10.1: the capacity
+  halves when the sibling hyper-thread is active).
 * A flush of a line in the thread's own write set (any flush with ``htm.abort_on_any_flush``)
   aborts it; other flushes run as usual. ``xabort(code)`` aborts with an 8-bit code.
 * An aborted transaction is *doomed*: its sets and buffered stores are dropped at once, and the
@@ -140,6 +143,11 @@ class HtmState:
         self.wset: list[dict[int, int]] = [{} for _ in range(n)]  # line -> mask, first-write order
         self.buf: list[dict[int, int]] = [{} for _ in range(n)]  # address -> buffered value
         self.sets: list[dict[int, int]] = [{} for _ in range(n)]  # L1 set -> written lines
+        # two threads on one core (CoreConfig.physical_cores) share its L1, so a written line
+        # takes a way from both, and each gets half the write capacity
+        self.sib = cfg.core.placement(n)[1]
+        self.write_limit = [h.write_set_lines // 2 if s >= 0 else h.write_set_lines
+                            for s in self.sib]
         self.active = 0  # threads in a transaction (live or doomed)
         self.live = 0
         self.exempt: set[int] = set()  # conflict-exempt lines
@@ -244,8 +252,12 @@ class HtmState:
         new_r = rd and line not in rs
         new_w = wr and line not in ws
         st = line & self.set_mask
+        ways = self.sets[tid].get(st, 0)
+        sib = self.sib[tid]
+        if sib >= 0 and self.state[sib] == LIVE:
+            ways += self.sets[sib].get(st, 0)
         if (new_r and len(rs) >= self.read_lines) or (new_w and (
-                len(ws) >= self.write_lines or self.sets[tid].get(st, 0) >= self.ways)):
+                len(ws) >= self.write_limit[tid] or ways >= self.ways)):
             self.doom(tid, XABORT_CAPACITY)
             return False
         if rd:

@@ -126,6 +126,17 @@ def test_the_sizing_toggle_turns_a_paper_sized_tpcc_back_into_tpcc() -> None:
     assert ex._toggled([{**port, "workload": "bank"}], t) == []
 
 
+def test_the_hyper_threading_toggle_applies_where_threads_share_cores() -> None:
+    t = next(t for t in ex.TOGGLES if t.name == "Hyper-Threading off")
+    pt = {"preset": "nvhtm-xeon", "workload": "bank", "runtime": "nvhtm", "machine": {},
+          "params": {}, "threads": 14}
+    (got,) = ex._toggled([pt], t)  # 14 workers and the checkpointer: 15 threads on 14 cores
+    assert got["machine"] == {"core.physical_cores": 0}
+    assert ex._toggled([{**pt, "runtime": "pstm"}], t) == []  # 14 threads, 14 cores
+    assert ex._toggled([{**pt, "threads": 4}], t) == []
+    assert ex._toggled([{**pt, "preset": "dudetx-xeon", "threads": 8}], t) == []
+
+
 def test_report_shows_the_counterfactual_column_and_section(monkeypatch: pytest.MonkeyPatch,
                                                           tmp_path: Path) -> None:
     from pmsim.experiments import claims

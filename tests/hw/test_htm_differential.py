@@ -32,6 +32,7 @@ from .engines.test_differential import (
     PM_BASE,
     assert_same,
     call,
+    smt,
     snapshot,
     tiny,
 )
@@ -49,7 +50,8 @@ HOT = 6  # lines most accesses go to (conflicts and false sharing)
 
 
 def machine(draw: Any, cores: int) -> MachineConfig:
-    cfg = tiny(cores, draw(st.sampled_from(DOMAINS)), draw(st.sampled_from(["modelled", "fixed"])))
+    cfg = smt(draw, tiny(cores, draw(st.sampled_from(DOMAINS)),
+                         draw(st.sampled_from(["modelled", "fixed"]))))
     return cfg.replace(**{
         "htm.read_set_lines": draw(st.sampled_from([3, 8, 65536])),
         "htm.write_set_lines": draw(st.sampled_from([2, 5, 512])),

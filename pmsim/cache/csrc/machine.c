@@ -78,8 +78,12 @@ typedef struct htm_tx {
 
 struct pm_machine {
     pm_config cfg;
-    cache *l1, *l2;
+    cache *l1, *l2;      /* per physical core (ncaches), shared by its hardware threads */
     cache llc;
+    int ncaches;         /* physical cores (CoreConfig.placement) */
+    int *core_of;        /* per thread: its physical core */
+    int *sib;            /* per thread: the other thread on its core, -1: none */
+    double *work_scale;  /* per thread: 1 / smt_speed beside a sibling, else 1 */
     pm_stats *st; /* time_ns is the thread's clock */
     double *pending;      /* latest WPQ acceptance a fence must wait for */
     double *pcommit_wait; /* drain time a fence must wait for (PDOM-0) */
@@ -138,6 +142,10 @@ struct pm_machine {
     uint64_t htm_exempt[PM_HTM_EXEMPT_MAX]; /* conflict-exempt lines */
     uint32_t htm_nexempt;
 };
+
+/* A thread's private caches: its physical core's (reference: PyEngine.l1[tid]). */
+#define L1(m, t) (&(m)->l1[(m)->core_of[t]])
+#define L2(m, t) (&(m)->l2[(m)->core_of[t]])
 
 /* ---- caches --------------------------------------------------------------------------- */
 
@@ -570,7 +578,7 @@ static void evict_to(pm_machine *m, int tid, int level, uint64_t line)
 {
     pm_stats *st = &m->st[tid];
     while (level < 3) {
-        cache *nxt = level == 1 ? &m->l2[tid] : &m->llc;
+        cache *nxt = level == 1 ? L2(m, tid) : &m->llc;
         uint64_t *e = cache_lookup(nxt, line);
         if (e != NULL) {
             *e |= 1;
@@ -596,7 +604,7 @@ static void evict_to(pm_machine *m, int tid, int level, uint64_t line)
 /* Insert a clean copy of `line` into level `level` (1, 2 or 3). */
 static inline void fill(pm_machine *m, int tid, int level, uint64_t line)
 {
-    cache *c = level == 1 ? &m->l1[tid] : level == 2 ? &m->l2[tid] : &m->llc;
+    cache *c = level == 1 ? L1(m, tid) : level == 2 ? L2(m, tid) : &m->llc;
     uint64_t vline;
     int vdirty;
     if (cache_insert(c, line, 0, &vline, &vdirty) && vdirty)
@@ -606,8 +614,8 @@ static inline void fill(pm_machine *m, int tid, int level, uint64_t line)
 static int snoop_downgrade(pm_machine *m, int tid, uint64_t line)
 {
     int hit = 0;
-    for (int d = 0; d < m->cfg.cores; d++) {
-        if (d == tid)
+    for (int d = 0; d < m->ncaches; d++) {
+        if (d == m->core_of[tid])
             continue;
         uint64_t *e = m->l1[d].used ? cache_lookup(&m->l1[d], line) : NULL;
         if (e != NULL && (*e & 1)) {
@@ -637,8 +645,8 @@ static int snoop_downgrade(pm_machine *m, int tid, uint64_t line)
 static inline int snoop_invalidate(pm_machine *m, int tid, uint64_t line)
 {
     int hit = 0;
-    for (int d = 0; d < m->cfg.cores; d++) {
-        if (d == tid)
+    for (int d = 0; d < m->ncaches; d++) {
+        if (d == m->core_of[tid])
             continue;
         if (m->l1[d].used)
             hit |= cache_remove(&m->l1[d], line);
@@ -665,10 +673,10 @@ static inline double pf_take(pm_machine *m, int tid, uint64_t line)
 static void hw_prefetch(pm_machine *m, int tid, uint64_t line, double t)
 {
     const pm_config *c = &m->cfg;
-    if (cache_lookup(&m->l1[tid], line) != NULL || cache_lookup(&m->l2[tid], line) != NULL)
+    if (cache_lookup(L1(m, tid), line) != NULL || cache_lookup(L2(m, tid), line) != NULL)
         return;
-    for (int d = 0; d < c->cores; d++) {
-        if (d == tid)
+    for (int d = 0; d < m->ncaches; d++) {
+        if (d == m->core_of[tid])
             continue;
         if ((m->l1[d].used && cache_lookup(&m->l1[d], line) != NULL)
             || (m->l2[d].used && cache_lookup(&m->l2[d], line) != NULL))
@@ -738,7 +746,7 @@ static inline double mem_access(pm_machine *m, int tid, uint64_t line, int write
 {
     const pm_config *c = &m->cfg;
     pm_stats *st = &m->st[tid];
-    cache *l1 = &m->l1[tid], *l2 = &m->l2[tid];
+    cache *l1 = L1(m, tid), *l2 = L2(m, tid);
     int pf_on = c->pf_stream || c->pf_adjacent;
     double lat = 0.0;
     int level;
@@ -879,10 +887,9 @@ static double flush_line(pm_machine *m, int tid, uint64_t line, int invalidate, 
                          double t)
 {
     int dirty = 0;
-    int n = 2 * m->cfg.cores + 1;
+    int k = m->ncaches, n = 2 * k + 1;
     for (int i = 0; i < n; i++) {
-        cache *c = i < m->cfg.cores ? &m->l1[i] : i < 2 * m->cfg.cores ? &m->l2[i - m->cfg.cores]
-                                                                        : &m->llc;
+        cache *c = i < k ? &m->l1[i] : i < 2 * k ? &m->l2[i - k] : &m->llc;
         uint64_t *e = cache_lookup(c, line);
         if (e != NULL) {
             if (*e & 1) {
@@ -1008,9 +1015,17 @@ static int htm_track(pm_machine *m, int tid, uint64_t line, uint8_t bit, int rd,
     int new_r = rd && (e == NULL || e->rmask == 0);
     int new_w = wr && (e == NULL || e->wmask == 0);
     uint64_t set = l1_set(m, line);
+    /* a sibling on the core halves the write set and shares the set's ways (htm.py) */
+    int sib = m->sib[tid];
+    uint32_t ways = h->setcount[set];
+    uint32_t wlimit = m->cfg.htm_write_lines;
+    if (sib >= 0) {
+        wlimit /= 2;
+        if (m->htm[sib].state == HTM_LIVE && m->htm[sib].setcount != NULL)
+            ways += m->htm[sib].setcount[set];
+    }
     if ((new_r && h->nread >= m->cfg.htm_read_lines)
-        || (new_w && (h->nwritten >= m->cfg.htm_write_lines
-                      || h->setcount[set] >= m->cfg.l1_ways))) {
+        || (new_w && (h->nwritten >= wlimit || ways >= m->cfg.l1_ways))) {
         htm_doom(m, tid, XABORT_CAPACITY);
         return 0;
     }
@@ -1467,6 +1482,7 @@ static inline int do_work(pm_machine *m, int tid, double ns)
     if (!m->cfg.timed)
         return 0;
     pm_stats *st = &m->st[tid];
+    ns *= m->work_scale[tid];
     st->time_ns += ns;
     m->lag[tid] = 0.0;
     st->work_ns += ns;
@@ -1586,7 +1602,7 @@ static int do_xend(pm_machine *m, int tid, uint64_t *out)
             const htm_line *e = &h->lines[h->written[k]];
             if (!e->dmask)
                 continue;
-            uint64_t *p = cache_lookup(&m->l1[tid], e->line);
+            uint64_t *p = cache_lookup(L1(m, tid), e->line);
             if (p != NULL) {
                 *p |= 1;
             } else { /* evicted from L1 during the transaction: take it again */
@@ -1713,8 +1729,20 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->cfg = *cfg;
     int n = cfg->cores;
     uint32_t r = cfg->nregions;
-    m->l1 = calloc((size_t)n, sizeof(cache));
-    m->l2 = calloc((size_t)n, sizeof(cache));
+    /* CoreConfig.placement: thread t on core t mod phys_cores when there are more threads */
+    int p = cfg->phys_cores > 0 && (uint32_t)n > cfg->phys_cores ? (int)cfg->phys_cores : n;
+    m->ncaches = p;
+    m->core_of = calloc((size_t)n, sizeof(int));
+    m->sib = calloc((size_t)n, sizeof(int));
+    m->work_scale = calloc((size_t)n, sizeof(double));
+    if (m->core_of && m->sib && m->work_scale)
+        for (int t = 0; t < n; t++) {
+            m->core_of[t] = t % p;
+            m->sib[t] = p == n ? -1 : t + p < n ? t + p : t >= p ? t - p : -1;
+            m->work_scale[t] = m->sib[t] >= 0 ? 1.0 / cfg->smt_speed : 1.0;
+        }
+    m->l1 = calloc((size_t)p, sizeof(cache));
+    m->l2 = calloc((size_t)p, sizeof(cache));
     m->st = calloc((size_t)n, sizeof(pm_stats));
     m->pending = calloc((size_t)n, sizeof(double));
     m->pcommit_wait = calloc((size_t)n, sizeof(double));
@@ -1773,7 +1801,7 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->htm = calloc((size_t)n, sizeof(htm_tx));
     m->tcap = TRACE_INITIAL;
     m->tr = malloc(m->tcap * sizeof(pm_event));
-    int ok = m->l1 && m->l2 && m->st && m->pending && m->pcommit_wait && m->in_fixed_pb && m->wc
+    int ok = m->l1 && m->l2 && m->core_of && m->sib && m->work_scale && m->st && m->pending && m->pcommit_wait && m->in_fixed_pb && m->wc
              && m->ring && m->ring_start && m->ring_line && m->ring_idx && m->bank_free && m->rbase
              && m->rend && m->rwords && m->tr && m->htm && m->sb_ring && m->sb_idx && m->sb_last
              && m->lag
@@ -1783,7 +1811,7 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
              && m->alloc_t && m->alloc_n && m->dimm_last
              && m->xpb_fill && m->rng && m->chan_free && m->cal_tag && m->cal_used;
     ok = ok && cache_init(&m->llc, cfg->llc_sets, cfg->llc_ways);
-    for (int i = 0; ok && i < n; i++)
+    for (int i = 0; ok && i < p; i++)
         ok = cache_init(&m->l1[i], cfg->l1_sets, cfg->l1_ways)
              && cache_init(&m->l2[i], cfg->l2_sets, cfg->l2_ways);
     if (!ok) {
@@ -1806,9 +1834,9 @@ void pm_machine_free(pm_machine *m)
     if (m == NULL)
         return;
     for (int i = 0; i < m->cfg.cores; i++) {
-        if (m->l1)
+        if (m->l1 && i < m->ncaches)
             cache_free(&m->l1[i]);
-        if (m->l2)
+        if (m->l2 && i < m->ncaches)
             cache_free(&m->l2[i]);
         if (m->htm)
             htm_free(&m->htm[i]);
@@ -1816,6 +1844,9 @@ void pm_machine_free(pm_machine *m)
     cache_free(&m->llc);
     free(m->l1);
     free(m->l2);
+    free(m->core_of);
+    free(m->sib);
+    free(m->work_scale);
     free(m->st);
     free(m->pending);
     free(m->wc);
@@ -1874,7 +1905,7 @@ void pm_trace_reset(pm_machine *m)
 void pm_reset_volatile(pm_machine *m)
 {
     int n = m->cfg.cores;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < m->ncaches; i++) {
         cache_clear(&m->l1[i]);
         cache_clear(&m->l2[i]);
     }
@@ -2134,7 +2165,7 @@ static inline void prefetch_op(const pm_machine *m, const pm_op *o)
     if (o->tid >= m->cfg.cores)
         return;
     uint64_t line = o->addr >> LINE_SHIFT;
-    prefetch_set(&m->l2[o->tid], line);
+    prefetch_set(L2(m, o->tid), line);
     prefetch_set(&m->llc, line);
     if (o->addr >= m->pm_base && o->addr < m->pm_end)
         PREFETCH(m->rwords[m->cfg.pm_index] + ((o->addr - m->pm_base) >> 3));

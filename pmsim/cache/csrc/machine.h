@@ -65,6 +65,9 @@ typedef struct pm_config {
     uint32_t dimms, il_shift, xpb_lines;
     double media_read_ns, media_read_occ_ns, media_write_ns;
     uint64_t seed;       /* MachineConfig.seed: the buffers' replacement generators */
+    /* Hyper-Threading (CoreConfig.physical_cores, smt_speed); 0: a core per thread */
+    uint32_t phys_cores;
+    double smt_speed;
 } pm_config;
 
 /* One record of the persistence trace (TRACE_DTYPE). */

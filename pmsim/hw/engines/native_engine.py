@@ -111,6 +111,7 @@ def _config(ffi: Any, cfg: MachineConfig, mem: Memory, timed: bool = True) -> An
     c.ooo = 1 if k.model == "ooo" else 0
     c.sb_entries, c.lf_entries = k.store_buffer, k.fill_buffers
     c.load_issue_ns = float(k.load_issue_ns)
+    c.phys_cores, c.smt_speed = k.physical_cores, float(k.smt_speed)
     p = cfg.prefetch
     c.pf_stream, c.pf_adjacent = int(p.stream), int(p.adjacent)
     c.pf_distance, c.pf_degree, c.pf_streams = p.distance, p.degree, p.streams

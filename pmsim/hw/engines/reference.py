@@ -254,9 +254,20 @@ class PyEngine(WideOps):
     def __init__(self, cfg: MachineConfig) -> None:
         self.cfg = cfg
         c = cfg.cache
-        self.l1 = [CacheArray(c.l1.sets, c.l1.ways) for _ in range(cfg.cores)]
-        self.l2 = [CacheArray(c.l2.sets, c.l2.ways) for _ in range(cfg.cores)]
+        # hardware threads on one physical core (CoreConfig.physical_cores) share its L1 and
+        # L2: self.l1[tid] is the core's cache, the same object for both threads
+        self.core_of, self.sib = cfg.core.placement(cfg.cores)
+        ncores = max(self.core_of) + 1
+        l1s = [CacheArray(c.l1.sets, c.l1.ways) for _ in range(ncores)]
+        l2s = [CacheArray(c.l2.sets, c.l2.ways) for _ in range(ncores)]
+        self.l1 = [l1s[k] for k in self.core_of]
+        self.l2 = [l2s[k] for k in self.core_of]
+        self.peers = [[(l1s[k], l2s[k]) for k in range(ncores) if k != self.core_of[t]]
+                      for t in range(cfg.cores)]  # the other cores' private caches
         self.llc = CacheArray(c.llc.sets, c.llc.ways)
+        self.caches = [*l1s, *l2s, self.llc]
+        # a thread beside its sibling computes at smt_speed: its work takes 1 / smt_speed longer
+        self.work_scale = [1.0 / cfg.core.smt_speed if s >= 0 else 1.0 for s in self.sib]
         self.mem = Memory(cfg)
         self.stats = np.zeros(cfg.cores, dtype=STATS_DTYPE)
         self.clock = [0.0] * cfg.cores
@@ -503,9 +514,8 @@ class PyEngine(WideOps):
         already holds it."""
         if self.l1[tid].lookup(line) is not None or self.l2[tid].lookup(line) is not None:
             return
-        for c in range(self.cfg.cores):
-            if c != tid and (self.l1[c].lookup(line) is not None
-                             or self.l2[c].lookup(line) is not None):
+        for l1, l2 in self.peers[tid]:
+            if l1.lookup(line) is not None or l2.lookup(line) is not None:
                 return
         lat = self.cfg.cache.llc.latency_ns
         e = self.llc.lookup(line)
@@ -778,10 +788,8 @@ class PyEngine(WideOps):
 
     def _snoop_downgrade(self, tid: int, line: int) -> bool:
         hit = False
-        for d in range(self.cfg.cores):
-            if d == tid:
-                continue
-            for cache in (self.l1[d], self.l2[d]):
+        for pair in self.peers[tid]:
+            for cache in pair:
                 e = cache.lookup(line)
                 if e is not None and e[0]:
                     e[0] = 0
@@ -798,10 +806,8 @@ class PyEngine(WideOps):
 
     def _snoop_invalidate(self, tid: int, line: int) -> bool:
         hit = False
-        for d in range(self.cfg.cores):
-            if d == tid:
-                continue
-            for cache in (self.l1[d], self.l2[d]):
+        for pair in self.peers[tid]:
+            for cache in pair:
                 if cache.remove(line) is not None:
                     hit = True
         return hit
@@ -813,8 +819,7 @@ class PyEngine(WideOps):
         Returns the WPQ acceptance time, or -1.0 when nothing was written back.
         """
         dirty = False
-        caches = [*self.l1, *self.l2, self.llc]
-        for cache in caches:
+        for cache in self.caches:
             e = cache.lookup(line)
             if e is not None:
                 if e[0]:
@@ -1099,6 +1104,7 @@ class PyEngine(WideOps):
     def work(self, tid: int, ns: float) -> None:
         if (ns.__class__ is not float and ns.__class__ is not int) or not 0 <= ns <= MAX_WORK_NS:
             ns = as_ns(ns)
+        ns *= self.work_scale[tid]
         self.clock[tid] += ns
         self.lag[tid] = 0.0
         self.stats[tid]["work_ns"] += ns

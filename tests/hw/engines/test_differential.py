@@ -85,6 +85,12 @@ def tiny(cores: int = 3, domain: str = "pdom1", barrier: str = "modelled",
     )
 
 
+def smt(draw: Any, cfg: MachineConfig) -> MachineConfig:
+    """``cfg`` with its threads a core each, or two to some cores (Hyper-Threading)."""
+    phys = draw(st.sampled_from([0, *range((cfg.cores + 1) // 2, cfg.cores)]))
+    return cfg.replace(**{"core.physical_cores": phys, "core.smt_speed": 0.61})
+
+
 def c_engine(cfg: MachineConfig) -> Any:
     from pmsim.hw.engines.native_engine import CEngine
 
@@ -164,6 +170,7 @@ def scenarios(draw: Any, max_ops: int = 60, errors: bool = False, pseudo: bool =
     timing = TIMING[draw(st.sampled_from(sorted(TIMING)))]
     cfg = tiny(cores, draw(st.sampled_from(DOMAINS)), draw(st.sampled_from(["modelled", "fixed"])),
                draw(st.booleans()), seed=draw(st.integers(0, 2**64 - 1)), **timing)
+    cfg = smt(draw, cfg)
     pokes = draw(st.lists(st.tuples(addresses(), values), max_size=4))
     seq = draw(st.lists(ops(cores, errors, pseudo), max_size=max_ops))
     return cfg, pokes, seq
