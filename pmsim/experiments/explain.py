@@ -116,12 +116,13 @@ def measure_counterfactual(point: Mapping[str, Any]) -> dict[str, Any]:
     """:func:`~.claims.measure` of a toggled point, labelled with its toggle."""
     row = measure(point)
     row["counterfactual"] = point["counterfactual"]
+    row["origin"] = point["origin"]
     return row
 
 
 def _toggled(points: Sequence[Mapping[str, Any]], t: Toggle) -> list[dict[str, Any]]:
     out = []
-    for p in points:
+    for i, p in enumerate(points):
         cfg = preset(p["preset"]).replace(**dict(p.get("machine") or {}))
         if not t.applies(cfg):
             continue
@@ -132,8 +133,21 @@ def _toggled(points: Sequence[Mapping[str, Any]], t: Toggle) -> list[dict[str, A
                 continue
             params.update(more)
         machine = {**dict(p.get("machine") or {}), **t.overrides(cfg)}
-        out.append({**p, "params": params, "machine": machine, "counterfactual": t.name})
+        out.append({**p, "params": params, "machine": machine, "counterfactual": t.name,
+                    "origin": i})
     return out
+
+
+def _origin(row: Mapping[str, Any], points: Sequence[Mapping[str, Any]]) -> int:
+    """The index of the point a row as run measured (-1: none): the same experiment, runtime,
+    thread count, workload parameters and runtime options."""
+    for i, p in enumerate(points):
+        if (row.get("experiment") == p.get("experiment") and row.get("runtime") == p["runtime"]
+                and int(row.get("threads", -1)) == int(p["threads"])
+                and all(row.get(k) == v for k, v in (p.get("params") or {}).items())
+                and all(row.get(k) == v for k, v in (p.get("options") or {}).items())):
+            return i
+    return -1
 
 
 def components(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -174,11 +188,13 @@ def explain(paper: Paper, rows: Sequence[Mapping[str, Any]], quick: bool, scale:
                    and r.get("experiment") in c.experiments]
             if not alt:
                 continue
-            clean = [{k: v for k, v in r.items() if k != "counterfactual"} for r in alt]
-            toggled = {r.get("experiment") for r in alt}
-            # an experiment the toggle does not apply to (a K-V or TPC-C toggle beside a claim's
-            # other workloads) keeps its rows as run
-            same = [r for r in mine if r.get("experiment") not in toggled]
+            clean = [{k: v for k, v in r.items() if k not in ("counterfactual", "origin")}
+                     for r in alt]
+            toggled = {int(r["origin"]) for r in alt}
+            # a point the toggle does not apply to (a K-V or TPC-C toggle beside a claim's
+            # other workloads, Hyper-Threading where the threads have a core each) keeps its
+            # row as run
+            same = [r for r in mine if _origin(r, base_points) not in toggled]
             got = c.evaluate(Rows([*kept, *same, *clean]))
             out.append({"claim": c.id, "toggle": t.name, "verdict": got["verdict"],
                         "measured": got["measured"], "as run": as_run,

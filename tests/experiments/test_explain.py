@@ -34,10 +34,15 @@ PAPER = Paper("toy-explain", "Toy", "cite", "card.md", (EXP,),
 
 
 def row(point: dict[str, Any], tp: float) -> dict[str, Any]:
-    return {"paper": point["paper"], "experiment": point["experiment"],
-            "runtime": point["runtime"], "preset": point["preset"], "threads": 1,
-            "throughput": tp, "sim_ns": 1000.0, "commits": 5.0, "work_ns_per_tx": 50.0,
-            "barrier_stall_ns_per_tx": 20.0, "counterfactual": point.get("counterfactual")}
+    """What measure() returns for ``point`` (its labels, parameters and options as columns)."""
+    r = {"paper": point["paper"], "experiment": point["experiment"],
+         "runtime": point["runtime"], "preset": point["preset"], "threads": point["threads"],
+         "throughput": tp, "sim_ns": 1000.0, "commits": 5.0, "work_ns_per_tx": 50.0,
+         "barrier_stall_ns_per_tx": 20.0, **(point.get("params") or {}),
+         **(point.get("options") or {})}
+    if "counterfactual" in point:
+        r.update(counterfactual=point["counterfactual"], origin=point["origin"])
+    return r
 
 
 def world(points: list[dict[str, Any]], fn: Any = None, **kw: Any) -> list[dict[str, Any]]:
@@ -90,6 +95,36 @@ def test_a_workload_toggle_keeps_the_claims_other_experiments_as_run(
     by = {r["toggle"]: r for r in got}
     assert by["request time off"]["verdict"] == "holds"  # e's rows kept, not "not run"
     assert "array 1.0, kv 2.0" in by["request time off"]["measured"]
+
+
+def test_a_point_the_toggle_skips_keeps_its_row_as_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 14 threads NV-HTM's checkpointer shares a core, PSTM's threads do not: turning
+    Hyper-Threading off reruns the NV-HTM point only, and the claim still sees PSTM's row."""
+    exp = Experiment("g", "toy bank", "bank", ("nvhtm", "pstm"), ("nvhtm-xeon",),
+                     threads=(14,), quick_threads=(14,), txs=10, warmup=0, quick_txs=5,
+                     quick_warmup=0)
+
+    def ahead(rows: Rows) -> Finding:
+        c = Checks()
+        nv, ps = (rows.get("throughput", runtime=r) for r in ("nvhtm", "pstm"))
+        c.expect(nv > ps, f"nvhtm {nv:.1f}, pstm {ps:.1f}", "NV-HTM is behind")
+        return c.finding()
+
+    def ht_world(points: list[dict[str, Any]], fn: Any = None, **kw: Any) -> list[dict[str, Any]]:
+        """NV-HTM is fast only with a core per thread."""
+        out = []
+        for p in points:
+            cfg = preset(p["preset"]).replace(**dict(p.get("machine") or {}))
+            fast = p["runtime"] == "pstm" or cfg.core.physical_cores == 0
+            out.append(row(p, 1.5 if p["runtime"] == "pstm" else 2.0 if fast else 1.0))
+        return out
+
+    paper = Paper("toy-explain-ht", "Toy", "cite", "card.md", (exp,),
+                  (Claim("H1", "§1", "ahead", "nvhtm > pstm", ("g",), ahead),))
+    monkeypatch.setattr(ex, "run_points", ht_world)
+    got = {r["toggle"]: r for r in ex.explain(paper, ht_world(paper.points(quick=True)), True)}
+    assert got["Hyper-Threading off"]["verdict"] == "holds"
+    assert got["Hyper-Threading off"]["measured"] == "nvhtm 2.0, pstm 1.5"
 
 
 def test_toggles_switch_only_what_a_machine_has() -> None:
