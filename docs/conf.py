@@ -24,7 +24,8 @@ extensions = [
 
 source_suffix = {".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "_ext", "reproduce/results.md", "**/.ipynb_checkpoints"]
+exclude_patterns = ["_build", "_ext", "reproduce/results.md", "reproduce-full/results.md",
+                    "**/.ipynb_checkpoints"]
 
 myst_heading_anchors = 4
 myst_enable_extensions = ["colon_fence"]

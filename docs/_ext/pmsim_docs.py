@@ -69,34 +69,38 @@ class CliHelp(Directive):
         return out
 
 
-REPRODUCE_ROW = re.compile(
-    r"^\| (?P<title>[^|]+) \| (?P<source>[^|]*) \| \d+ \| \[md\]\(reproduce/(?P<stem>[^)]+)\.md\)")
+PAGES = {"reproduce": "results.md", "reproduce-full": "results-full.md"}
+"""Each directory of saved rows and the results page (quick, full scale) that links into it."""
 
 
 @functools.cache
-def _experiment_titles(results: Path) -> dict[str, str]:
-    """Experiment stem -> its title, read from the experiments tables of results.md."""
+def _experiment_titles(results: Path, folder: str) -> dict[str, str]:
+    """Experiment stem -> its title, read from the experiments tables of a results page."""
+    row = re.compile(r"^\| (?P<title>[^|]+) \| (?P<source>[^|]*) \| \d+ \| \[md\]\("
+                     + re.escape(folder) + r"/(?P<stem>[^)]+)\.md\)")
     titles = {}
     for line in results.read_text(encoding="utf-8").splitlines():
-        if m := REPRODUCE_ROW.match(line):
+        if m := row.match(line):
             titles[m["stem"]] = m["title"].strip()
     return titles
 
 
 def _title_reproduce_tables(app: Any, docname: str, source: list[str]) -> None:
-    if not docname.startswith("reproduce/"):
+    folder = docname.split("/", 1)[0]
+    if folder not in PAGES or "/" not in docname:
         return
-    stem = docname.removeprefix("reproduce/")
+    page = PAGES[folder]
+    stem = docname.removeprefix(folder + "/")
     if stem.startswith("scoreboard-"):
         paper = stem.removeprefix("scoreboard-")
         title, what = f"Scoreboard: {paper}", f"The claims scoreboard of paper `{paper}`"
     elif stem == "unified":
         title, what = "Unified comparison", "The unified comparison of every protocol"
     else:
-        title = _experiment_titles(Path(app.srcdir) / "results.md").get(stem, stem)
+        title = _experiment_titles(Path(app.srcdir) / page, folder).get(stem, stem)
         what = f"Measured rows of experiment `{stem}`"
     source[0] = (f"---\norphan: true\n---\n# {title}\n\n{what}, as written by `pmsim reproduce` "
-                 f"(see [the results](../results.md)).\n\n{source[0]}")
+                 f"(see [the results](../{page})).\n\n{source[0]}")
 
 
 def setup(app: Any) -> dict[str, Any]:
