@@ -80,9 +80,7 @@ struct pm_machine {
     pm_config cfg;
     cache *l1, *l2;      /* per physical core (ncaches), shared by its hardware threads */
     cache llc;
-    int ncaches;         /* physical cores (CoreConfig.placement) */
-    int *core_of;        /* per thread: its physical core */
-    int *sib;            /* per thread: the other thread on its core, -1: none */
+    int ncaches;         /* physical cores (cfg.ncaches; cfg.core_of, cfg.sib per thread) */
     double *work_scale;  /* per thread: 1 / smt_speed beside a sibling, else 1 */
     pm_stats *st; /* time_ns is the thread's clock */
     double *pending;      /* latest WPQ acceptance a fence must wait for */
@@ -144,8 +142,8 @@ struct pm_machine {
 };
 
 /* A thread's private caches: its physical core's (reference: PyEngine.l1[tid]). */
-#define L1(m, t) (&(m)->l1[(m)->core_of[t]])
-#define L2(m, t) (&(m)->l2[(m)->core_of[t]])
+#define L1(m, t) (&(m)->l1[(m)->cfg.core_of[t]])
+#define L2(m, t) (&(m)->l2[(m)->cfg.core_of[t]])
 
 /* ---- caches --------------------------------------------------------------------------- */
 
@@ -615,7 +613,7 @@ static int snoop_downgrade(pm_machine *m, int tid, uint64_t line)
 {
     int hit = 0;
     for (int d = 0; d < m->ncaches; d++) {
-        if (d == m->core_of[tid])
+        if (d == m->cfg.core_of[tid])
             continue;
         uint64_t *e = m->l1[d].used ? cache_lookup(&m->l1[d], line) : NULL;
         if (e != NULL && (*e & 1)) {
@@ -646,7 +644,7 @@ static inline int snoop_invalidate(pm_machine *m, int tid, uint64_t line)
 {
     int hit = 0;
     for (int d = 0; d < m->ncaches; d++) {
-        if (d == m->core_of[tid])
+        if (d == m->cfg.core_of[tid])
             continue;
         if (m->l1[d].used)
             hit |= cache_remove(&m->l1[d], line);
@@ -676,7 +674,7 @@ static void hw_prefetch(pm_machine *m, int tid, uint64_t line, double t)
     if (cache_lookup(L1(m, tid), line) != NULL || cache_lookup(L2(m, tid), line) != NULL)
         return;
     for (int d = 0; d < m->ncaches; d++) {
-        if (d == m->core_of[tid])
+        if (d == m->cfg.core_of[tid])
             continue;
         if ((m->l1[d].used && cache_lookup(&m->l1[d], line) != NULL)
             || (m->l2[d].used && cache_lookup(&m->l2[d], line) != NULL))
@@ -1016,7 +1014,7 @@ static int htm_track(pm_machine *m, int tid, uint64_t line, uint8_t bit, int rd,
     int new_w = wr && (e == NULL || e->wmask == 0);
     uint64_t set = l1_set(m, line);
     /* a sibling on the core halves the write set and shares the set's ways (htm.py) */
-    int sib = m->sib[tid];
+    int sib = m->cfg.sib[tid];
     uint32_t ways = h->setcount[set];
     uint32_t wlimit = m->cfg.htm_write_lines;
     if (sib >= 0) {
@@ -1729,18 +1727,12 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->cfg = *cfg;
     int n = cfg->cores;
     uint32_t r = cfg->nregions;
-    /* CoreConfig.placement: thread t on core t mod phys_cores when there are more threads */
-    int p = cfg->phys_cores > 0 && (uint32_t)n > cfg->phys_cores ? (int)cfg->phys_cores : n;
+    int p = (int)cfg->ncaches; /* physical cores, CoreConfig.placement */
     m->ncaches = p;
-    m->core_of = calloc((size_t)n, sizeof(int));
-    m->sib = calloc((size_t)n, sizeof(int));
     m->work_scale = calloc((size_t)n, sizeof(double));
-    if (m->core_of && m->sib && m->work_scale)
-        for (int t = 0; t < n; t++) {
-            m->core_of[t] = t % p;
-            m->sib[t] = p == n ? -1 : t + p < n ? t + p : t >= p ? t - p : -1;
-            m->work_scale[t] = m->sib[t] >= 0 ? 1.0 / cfg->smt_speed : 1.0;
-        }
+    if (m->work_scale)
+        for (int t = 0; t < n; t++)
+            m->work_scale[t] = cfg->sib[t] >= 0 ? 1.0 / cfg->smt_speed : 1.0;
     m->l1 = calloc((size_t)p, sizeof(cache));
     m->l2 = calloc((size_t)p, sizeof(cache));
     m->st = calloc((size_t)n, sizeof(pm_stats));
@@ -1801,7 +1793,8 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->htm = calloc((size_t)n, sizeof(htm_tx));
     m->tcap = TRACE_INITIAL;
     m->tr = malloc(m->tcap * sizeof(pm_event));
-    int ok = m->l1 && m->l2 && m->core_of && m->sib && m->work_scale && m->st && m->pending && m->pcommit_wait && m->in_fixed_pb && m->wc
+    int ok = m->l1 && m->l2 && m->work_scale && m->st && m->pending && m->pcommit_wait
+             && m->in_fixed_pb && m->wc
              && m->ring && m->ring_start && m->ring_line && m->ring_idx && m->bank_free && m->rbase
              && m->rend && m->rwords && m->tr && m->htm && m->sb_ring && m->sb_idx && m->sb_last
              && m->lag
@@ -1844,8 +1837,6 @@ void pm_machine_free(pm_machine *m)
     cache_free(&m->llc);
     free(m->l1);
     free(m->l2);
-    free(m->core_of);
-    free(m->sib);
     free(m->work_scale);
     free(m->st);
     free(m->pending);

@@ -65,8 +65,10 @@ typedef struct pm_config {
     uint32_t dimms, il_shift, xpb_lines;
     double media_read_ns, media_read_occ_ns, media_write_ns;
     uint64_t seed;       /* MachineConfig.seed: the buffers' replacement generators */
-    /* Hyper-Threading (CoreConfig.physical_cores, smt_speed); 0: a core per thread */
-    uint32_t phys_cores;
+    /* Hyper-Threading (CoreConfig.placement): each thread's physical core and the other
+       thread on it (-1: none); ncaches physical cores; smt_speed for a thread beside one */
+    uint32_t ncaches;
+    int32_t core_of[64], sib[64];
     double smt_speed;
 } pm_config;
 

@@ -111,7 +111,10 @@ def _config(ffi: Any, cfg: MachineConfig, mem: Memory, timed: bool = True) -> An
     c.ooo = 1 if k.model == "ooo" else 0
     c.sb_entries, c.lf_entries = k.store_buffer, k.fill_buffers
     c.load_issue_ns = float(k.load_issue_ns)
-    c.phys_cores, c.smt_speed = k.physical_cores, float(k.smt_speed)
+    core_of, sib = k.placement(cfg.cores)
+    c.ncaches, c.smt_speed = max(core_of) + 1, float(k.smt_speed)
+    for t in range(cfg.cores):
+        c.core_of[t], c.sib[t] = core_of[t], sib[t]
     p = cfg.prefetch
     c.pf_stream, c.pf_adjacent = int(p.stream), int(p.adjacent)
     c.pf_distance, c.pf_degree, c.pf_streams = p.distance, p.degree, p.streams
