@@ -19,7 +19,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Generator
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import chain, pairwise
 from typing import Any
 
 from ..config import check_most, param
@@ -90,28 +90,25 @@ class _Shape:
     def entries(self, n: list[int]) -> list[list[int]]:
         """A leaf's ``[key, value words...]`` entries."""
         e = self.entry
-        return [n[2 + i * e: 2 + (i + 1) * e] for i in range(_count(n))]
+        return [n[j: j + e] for j in range(2, 2 + _count(n) * e, e)]
 
     def set_leaf(self, n: list[int], entries: list[list[int]], nxt: int) -> None:
         e = self.entry
         n[META] = LEAF | len(entries)
         n[NEXT] = nxt
-        for i, ent in enumerate(entries):
-            n[2 + i * e: 2 + (i + 1) * e] = ent
+        n[2: 2 + len(entries) * e] = list(chain.from_iterable(entries))
 
     @staticmethod
     def inner(n: list[int]) -> tuple[list[int], list[int]]:
         """An inner node's separators and children."""
         c = _count(n)
-        return [n[2 + 2 * i] for i in range(c)], [n[1 + 2 * i] for i in range(c + 1)]
+        return n[2: 2 + 2 * c: 2], n[1: 3 + 2 * c: 2]
 
     @staticmethod
     def set_inner(n: list[int], keys: list[int], children: list[int]) -> None:
         n[META] = len(keys)
-        for i, c in enumerate(children):
-            n[1 + 2 * i] = c
-        for i, k in enumerate(keys):
-            n[2 + 2 * i] = k
+        n[1: 1 + 2 * len(children): 2] = children
+        n[2: 2 + 2 * len(keys): 2] = keys
 
 
 @register_workload

@@ -187,23 +187,37 @@ class InitTx:
 
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
-        self.buf: dict[int, dict[int, int]] = {}  # object -> field -> value
+        self.buf: dict[int, list[int | None]] = {}  # object -> its words (None: not written)
         self.bits: dict[int, int] = {}  # bitmap word -> value
 
+    def _words(self, obj: int, end: int) -> list[int | None]:
+        """The object's buffered words, at least ``end`` long."""
+        w = self.buf.get(obj)
+        if w is None:
+            w = self.buf[obj] = []
+        if len(w) < end:
+            w.extend([None] * (end - len(w)))
+        return w
+
     def read(self, obj: int, field: int) -> int:
-        v = self.buf.get(obj, {}).get(field)
+        w = self.buf.get(obj)
+        v = w[field] if w is not None and field < len(w) else None
         return self.rt.peek(obj, field) if v is None else v
 
     def read_words(self, obj: int, field: int, n: int) -> list[int]:
+        w = self.buf.get(obj)
+        if w is not None:
+            vals = w[field:field + n]
+            if len(vals) == n and None not in vals:  # the common case: a node built here
+                return vals  # type: ignore[return-value]
         return [self.read(obj, f) for f in range(field, field + n)]
 
     def write(self, obj: int, field: int, value: int) -> None:
-        self.buf.setdefault(obj, {})[field] = value & MASK64
+        self._words(obj, field + 1)[field] = value & MASK64
 
     def write_words(self, obj: int, field: int, values: Sequence[int]) -> None:
-        fields = self.buf.setdefault(obj, {})
-        for i, v in enumerate(values):
-            fields[field + i] = v & MASK64
+        self._words(obj, field + len(values))[field:field + len(values)] = [
+            v & MASK64 for v in values]
 
     def alloc(self, words: int) -> int:
         rt = self.rt
@@ -222,18 +236,42 @@ class InitTx:
         """Store the buffered words (one ``init_words`` per run of consecutive fields) and the
         allocation bits, then let the runtime reload its volatile state."""
         rt = self.rt
-        for obj, fields in self.buf.items():
-            order = sorted(fields)
-            start = 0
-            for i in range(1, len(order) + 1):
-                if i == len(order) or order[i] != order[i - 1] + 1:
-                    rt.init_words(obj, order[start], [fields[f] for f in order[start:i]])
+        for obj, words in self.buf.items():
+            start = None
+            for i, v in enumerate([*words, None]):
+                if v is None:
+                    if start is not None:
+                        rt.init_words(obj, start, words[start:i])  # type: ignore[arg-type]
+                    start = None
+                elif start is None:
                     start = i
         for word, v in self.bits.items():
             rt.m.poke(word, v)
         self.buf.clear()
         self.bits.clear()
         rt._load()
+
+
+def _changed_span(old: list[int], new: list[int]) -> tuple[int, int]:
+    """The span [lo, hi) from the first to the last word where two equal-length, different
+    lists differ, found by bisection on slice comparisons (a node's words are compared in C,
+    not one by one in Python)."""
+    a, b = 0, len(new)  # old[:a] == new[:a]; they differ within [:b]
+    while b - a > 1:
+        m = (a + b) // 2
+        if old[:m] == new[:m]:
+            a = m
+        else:
+            b = m
+    lo = a
+    a, b = 0, len(new) - lo  # the last a words agree; the last b do not
+    while b - a > 1:
+        m = (a + b) // 2
+        if old[-m:] == new[-m:]:
+            a = m
+        else:
+            b = m
+    return lo, len(new) - a
 
 
 class Nodes:
@@ -254,7 +292,7 @@ class Nodes:
         """The node's words (read on first use; ``words``: a static object's size)."""
         n = self.cur.get(obj)
         if n is None:
-            n = [int(w) for w in self.tx.read_words(obj, 0, words or self.words)]
+            n = list(map(int, self.tx.read_words(obj, 0, words or self.words)))
             self.orig[obj] = list(n)
             self.cur[obj] = n
         return n
@@ -279,9 +317,8 @@ class Nodes:
             if o is None:
                 self.tx.write_words(obj, 0, n)
                 continue
-            diff = [i for i, (a, b) in enumerate(zip(o, n, strict=True)) if a != b]
-            if diff:
-                lo, hi = diff[0], diff[-1] + 1
+            if o != n:
+                lo, hi = _changed_span(o, n)
                 self.tx.write_words(obj, lo, n[lo:hi])
         self.orig = {obj: list(n) for obj, n in self.cur.items()}
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from pmsim.experiments.claims import measure
-from pmsim.experiments.papers import dudetx
+from pmsim.experiments.papers import dudetx, loc
+from pmsim.presets import preset
+from pmsim.workloads.session import Session
 
 
 def test_dudetx_new_order_costs_about_110k_cycles() -> None:
@@ -17,3 +19,33 @@ def test_dudetx_new_order_costs_about_110k_cycles() -> None:
     row = measure(point)
     cycles = float(row["lat_p50"]) * dudetx.GHZ
     assert cycles == pytest.approx(110_000, rel=0.10)
+
+
+def _data_bytes(key: str, scale: int) -> tuple[int, int]:
+    """(bytes of application data, LLC bytes) of LOC's workload ``key`` as ``loc-gem5`` runs
+    it at the full (``scale`` 0) or quick (1) size: the static arrays plus the heap blocks of
+    every live object."""
+    name, _, params, *sizes = loc.WORKLOADS[key]
+    cfg = preset(loc.PRESET[0])
+    s = Session.create(loc.BASE, name, cfg, params={**params, **sizes[scale]})
+    rt = s.runtime
+    static = sum(p.count * p.stride for p in rt.layout.statics)
+    heap = sum(rt.heap.classes[rt.heap.owner(a)[0]].block for a in s.workload.live_objects(rt))
+    return static + heap, cfg.cache.llc.size_kib * 1024
+
+
+@pytest.mark.parametrize("key", loc.KEYS)
+def test_loc_quick_data_sets_fit_in_the_llc(key: str) -> None:
+    """The quick scale keeps every LOC data set inside the 1 MB LLC (it measures ordering and
+    logging, not cache pressure; the module doc says so)."""
+    data, llc = _data_bytes(key, 1)
+    assert data < llc
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", loc.KEYS)
+def test_loc_full_data_sets_are_4x_the_llc(key: str) -> None:
+    """LOC card §10: data sets of at least 4x the LLC at the full scale (B+Tree builds 1,433
+    nodes of 4 KB from 196,608 inserts, 5.6 MiB; about a minute to build)."""
+    data, llc = _data_bytes(key, 0)
+    assert data >= 4 * llc
