@@ -484,6 +484,22 @@ class Crl:
         vs = self.versions.get(addr >> 6)
         return vs[-1].words[(addr >> 3) & 7] if vs else v
 
+    def load_words(self, cpu: Any, addr: int, n: int) -> list[int]:
+        """``n`` consecutive words from ``addr`` (the words of one read: independent loads,
+        as many single loads on the in-order core), each line's newest version over memory."""
+        vals = cpu.load_words(addr, n)
+        versions = self.versions
+        if versions:
+            for line in range(addr >> 6, ((addr + 8 * n - 1) >> 6) + 1 if n else addr >> 6):
+                vs = versions.get(line)
+                if vs:
+                    words = vs[-1].words
+                    lo = max(0, -((addr - (line << 6)) // 8))
+                    hi = min(n, -((addr - ((line + 1) << 6)) // 8))
+                    for i in range(lo, hi):
+                        vals[i] = words[((addr >> 3) + i) & 7]
+        return vals
+
     def newest(self, addr: int) -> int | None:
         """The newest version's value of a word (untimed), None when no version exists."""
         vs = self.versions.get(addr >> 6)

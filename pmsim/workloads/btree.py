@@ -163,19 +163,23 @@ class BTree(TreeWorkload):
             i = bisect_right(keys, key)
             path.append((x, i))
             x = children[i]
-        entries = sh.entries(n)
-        pos = bisect_left([e[0] for e in entries], key)
-        found = pos < len(entries) and entries[pos][0] == key
+        c, e = _count(n), sh.entry
+        pos = bisect_left(n[2: 2 + c * e: e], key)
+        at = 2 + pos * e  # the entry's first word
+        found = pos < c and n[at] == key
         if kind == INSERT:
             if found:
-                entries[pos][1:] = vals
-                sh.set_leaf(n, entries, n[NEXT])
+                n[at + 1: at + e] = vals
+            elif c < sh.order:  # room in the leaf: shift the later entries up by one
+                n[at: 2 + (c + 1) * e] = [key, *vals, *n[at: 2 + c * e]]
+                n[META] = LEAF | (c + 1)
             else:
+                entries = sh.entries(n)
                 entries.insert(pos, [key, *vals])
                 self._insert(nodes, root, path, x, entries)
         elif kind == DELETE and found:
-            del entries[pos]
-            sh.set_leaf(n, entries, n[NEXT])
+            n[at: 2 + (c - 1) * e] = n[at + e: 2 + c * e]
+            n[META] = LEAF | (c - 1)
             self._rebalance(nodes, root, path, x)
 
     def _insert(self, nodes: Nodes, root: list[int], path: list[tuple[int, int]], x: int,

@@ -41,9 +41,7 @@ RECORDS = 4
 
 class LocTx(Tx):
     def read_words(self, obj: int, field: int, n: int) -> list[int]:
-        crl = self.rt.crl  # type: ignore[attr-defined]
-        a = obj + 8 * field
-        return [crl.load(self.cpu, a + 8 * i) for i in range(n)]
+        return self.rt.crl.load_words(self.cpu, obj + 8 * field, n)  # type: ignore[attr-defined]
 
     def write_words(self, obj: int, field: int, values: Sequence[int]) -> None:
         crl = self.rt.crl  # type: ignore[attr-defined]
