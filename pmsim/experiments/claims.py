@@ -446,7 +446,9 @@ class Claim:
 
 @dataclass(frozen=True)
 class Paper:
-    """A paper: its experiments and claims, and where its spec card is."""
+    """A paper: its experiments and claims, and where its spec card is. ``figures`` are
+    drawn from the rows of all its experiments (a figure across experiments, such as a table of
+    the paper's over every benchmark); an experiment's own figures see only its rows."""
 
     name: str
     title: str
@@ -454,10 +456,12 @@ class Paper:
     card: str
     experiments: tuple[Experiment, ...]
     claims: tuple[Claim, ...]
+    figures: tuple[Figure, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "experiments", tuple(self.experiments))
         object.__setattr__(self, "claims", tuple(self.claims))
+        object.__setattr__(self, "figures", tuple(self.figures))
         names = [e.name for e in self.experiments]
         if len(set(names)) != len(names):
             raise ConfigError(f"paper {self.name!r}: experiment names repeat: {names}")

@@ -31,11 +31,14 @@ DOMAIN_TITLES = {"pdom0": "PDOM-0", "pdom1": "PDOM-1", "pdom2": "PDOM-2"}
 @dataclass(frozen=True)
 class Figure:
     """A figure over rows: ``y`` against ``x``, a panel per ``panels`` value, a series per
-    ``series`` value. ``where`` selects rows (column, value) pairs; ``yscale`` multiplies y
-    (1e-3 shows ns as µs); ``normalise`` divides each y by that series' y at the same panel
-    and x (e.g. PM bytes relative to undo); ``kind`` "line" or "bar" (x is categorical).
+    ``series`` value. ``where`` selects rows (column, value) pairs, a tuple value any of its
+    values; ``yscale`` multiplies y (1e-3 shows ns as µs); ``normalise`` divides each y by
+    that series' y at the same panel and x (e.g. PM bytes relative to undo); ``kind`` "line"
+    or "bar" (x is categorical).
     ``published`` holds the paper's own values, ``(series, x, y)`` in the rows' units, drawn
-    as stars in the series' colour beside pmsim's lines, so the gap shows at a glance."""
+    as stars in the series' colour beside pmsim's lines, so the gap shows at a glance.
+    ``share_of`` draws a rate instead of ``y``: ``y / (y + share_of)`` per row (e.g. LLT
+    misses over all lookups, from the miss and hit counters)."""
 
     name: str
     title: str
@@ -52,6 +55,7 @@ class Figure:
     normalise: str | None = None
     order: tuple[str, ...] = field(default=())
     published: tuple[tuple[str, Any, float], ...] = ()
+    share_of: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.where, Mapping):
@@ -61,7 +65,22 @@ class Figure:
                               f"{self.kind!r}")
 
     def select(self, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-        return [r for r in rows if all(r.get(k) == v for k, v in self.where)]
+        return [r for r in rows if all(r.get(k) in v if isinstance(v, tuple) else r.get(k) == v
+                                       for k, v in self.where)]
+
+    def value(self, row: Mapping[str, Any]) -> float | None:
+        """The y this figure draws for ``row`` (before ``normalise`` and ``yscale``); None
+        when the row lacks it."""
+        y = row.get(self.y)
+        if y is None or y == "":
+            return None
+        if self.share_of is None:
+            return float(y)
+        rest = row.get(self.share_of)
+        if rest is None or rest == "":
+            return None
+        total = float(y) + float(rest)
+        return float(y) / total if total else None
 
 
 def style(names: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -136,13 +155,13 @@ def draw(fig: Figure, rows: Sequence[Mapping[str, Any]], out: str | Path,
         prow = [r for r in sel if r.get(fig.panels) == panel]
         base: dict[Any, float] = {}
         if fig.normalise is not None:
-            base = {r.get(fig.x): float(r[fig.y]) for r in prow
-                    if str(r.get(fig.series)) == fig.normalise and r.get(fig.y)}
+            base = {r.get(fig.x): v for r in prow
+                    if str(r.get(fig.series)) == fig.normalise and (v := fig.value(r))}
         xs_all = _ordered([r.get(fig.x) for r in prow])
         width = 0.8 / max(len(series), 1)
         for i, s in enumerate(series):
-            pts = sorted(((r.get(fig.x), float(r[fig.y])) for r in prow
-                          if str(r.get(fig.series)) == s and r.get(fig.y) is not None),
+            pts = sorted(((r.get(fig.x), v) for r in prow
+                          if str(r.get(fig.series)) == s and (v := fig.value(r)) is not None),
                          key=lambda p: xs_all.index(p[0]))
             if fig.normalise is not None:
                 pts = [(x, y / base[x]) for x, y in pts if base.get(x)]

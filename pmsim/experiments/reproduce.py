@@ -156,6 +156,8 @@ def write_outputs(doc: Mapping[str, Any], out: Path, figures: bool = True,
                 for fig in exp.figures:
                     if draw(fig, erows, figdir):
                         figs.append(fig)
+        if figures:
+            figs.extend(fig for fig in paper.figures if draw(fig, rows, figdir))
         sections.append((name, _paper_section(paper, board, figs, tables, why)))
     uni = doc.get("unified")
     if uni:

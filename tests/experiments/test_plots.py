@@ -56,6 +56,33 @@ def test_published_values_are_drawn_beside_the_lines(tmp_path, monkeypatch) -> N
     assert seen[2] == ["undo (paper)", "_nolegend_"] * 2
 
 
+def test_share_of_draws_a_rate_and_where_takes_a_set_of_values() -> None:
+    """``share_of`` turns two counters into a rate (misses over misses and hits); a tuple in
+    ``where`` selects rows whose value is any of its members."""
+    fig = Figure("rate", "Miss rate", x="workload", y="misses", share_of="hits", xlabel="w",
+                 ylabel="rate", kind="bar", where=(("experiment", ("a", "b")),))
+    rows = [{"experiment": e, "workload": e, "runtime": "p", "misses": m, "hits": h}
+            for e, m, h in (("a", 1.0, 3.0), ("b", 2.0, 2.0), ("c", 1.0, 0.0))]
+    assert [fig.value(r) for r in fig.select(rows)] == [0.25, 0.5]
+    assert fig.value({"misses": 0.0, "hits": 0.0}) is None  # no lookups: no rate
+    assert fig.value({"misses": 1.0}) is None
+    assert Figure("y", "t", "x", "misses", "x", "y").value({"misses": "3"}) == 3.0
+
+
+def test_proteus_table4_figure_reads_the_bench_rows(tmp_path) -> None:
+    """The paper-level Table 4 figure: one bar per benchmark from the bench experiments only
+    (the LogQ and LPQ sweeps run Proteus on the same preset), with the paper's six rates."""
+    from pmsim.experiments.papers import proteus
+
+    fig = proteus.TABLE4_FIGURE
+    assert fig in proteus.PAPER.figures
+    assert sorted(y for _, _, y in fig.published) == sorted(proteus.LLT_MISS.values())
+    rows = [{"experiment": e, "runtime": "proteus", "preset": proteus.NVM, "workload": "queue",
+             "log_flushes": 1.0, "llt_hits": 3.0} for e in ("bench-qe", "fig11-qe")]
+    assert [r["experiment"] for r in fig.select(rows)] == ["bench-qe"]
+    assert draw(fig, rows, tmp_path, formats=("png",))
+
+
 def test_palette_and_variant_styles() -> None:
     assert OKABE_ITO[:3] == ("#E69F00", "#56B4E9", "#009E73")
     s = style(["undo", "undo-2pb", "redo", "cow", "undo-eager"])
