@@ -324,6 +324,11 @@ class Machine:
             cpu._track_reads(log)
         return log
 
+    @property
+    def reads_logged(self) -> bool:
+        """Whether a read log is on (:meth:`start_read_log`)."""
+        return self._log is not None
+
     def stop_read_log(self) -> None:
         """Stop logging (instructions go straight to the engine again)."""
         self._log = None

@@ -453,3 +453,31 @@ def test_read_data_rejects_a_foreign_pointer() -> None:
     rt.init_words(rt.static("roots", 0), 0, [8])
     with pytest.raises(PmsimError, match="not a heap block"):
         wl.read_data(rt)
+
+
+@pytest.mark.parametrize("runtime,workload,pre", [
+    ("loc", "btree", "loc-gem5"), ("undo", "rbtree", "marathe-pdom1"),
+    ("cow", "hashtable", "marathe-pdom0"), ("dudetx", "avl", "dudetx-xeon"),
+    ("proteus", "btree", "proteus-marss")])
+def test_a_remembered_build_runs_as_a_fresh_one(runtime: str, workload: str, pre: str) -> None:
+    """The second setup of the same workload on the same runtime and image reuses the first
+    build's words (``structures._BUILT``): the memory image and a run on it are identical to
+    a build from scratch, and a different image (another seed) is built anew."""
+    from pmsim.experiments import run_experiment
+    from pmsim.workloads import structures
+
+    params = {"keys": 512, "initial": 256}
+
+    def run() -> tuple[Any, ...]:
+        r = run_experiment(runtime, workload, preset(pre), threads=2 if runtime == "dudetx" else 1,
+                           txs=30, warmup=5, params=params, seed=3)
+        return (r.sim_ns, r.commits, r.aborts, r.lat_p50, r.lat_p99, r.pm_bytes_per_tx,
+                r.flush_per_tx, r.llc_misses_per_tx, tuple(sorted(r.counters.items())))
+
+    structures._BUILT.clear()
+    fresh = run()
+    (key,) = structures._BUILT
+    assert run() == fresh and list(structures._BUILT) == [key]  # reused, not rebuilt
+    s = Session.create(runtime, workload, preset(pre), params=params, seed=4)
+    assert list(structures._BUILT) != [key]  # another seed: another build
+    assert s.workload.read_data(s.runtime) == s.workload.model().snapshot()
