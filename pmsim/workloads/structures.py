@@ -157,27 +157,34 @@ class MapWorkload(Workload):
 
     def init_data(self, rt: Runtime) -> None:
         """Insert the initial items with an untimed :class:`InitTx`. The built words are
-        remembered (one build per process, keyed by everything the build reads: the workload,
-        the runtime's class and layout, and the memory image before it), so the points of a
-        sweep that differ only in the machine's timing or the runtime's options reuse it."""
+        remembered (the last few builds of the process, keyed by everything a build reads: the
+        workload, the runtime's class and layout, and the memory image before it), so the
+        points of a sweep that differ only in the machine's timing or the runtime's options
+        reuse them."""
         key = None if rt.m.reads_logged else _build_key(self, rt)  # a read log sees the build
         tx = InitTx(rt)
-        hit = _BUILT.get(key) if key is not None else None
+        hit = _BUILT.pop(key, None) if key is not None else None
         if hit is None:
             for t, items in enumerate(self.initial_items()):
                 for k, v in items:
                     drive(self.body(tx, ((INSERT, t, k, v),)))
-            _BUILT.clear()
-            if key is not None:
-                _BUILT[key] = ({obj: list(w) for obj, w in tx.buf.items()}, dict(tx.bits))
+            hit = ({obj: list(w) for obj, w in tx.buf.items()}, dict(tx.bits))
         else:
             tx.buf = {obj: list(w) for obj, w in hit[0].items()}
             tx.bits = dict(hit[1])
+        if key is not None:
+            _BUILT[key] = hit  # the most recently used last
+            while len(_BUILT) > BUILDS_KEPT:
+                del _BUILT[next(iter(_BUILT))]
         tx.flush()
 
 
+BUILDS_KEPT = 4
+"""Initial builds a process remembers: a sweep interleaves the runtimes of a point, and each
+runtime's layout is a build of its own (the largest, LOC's full-scale B+Tree, is some 40 MB)."""
 _BUILT: dict[tuple[Any, ...], tuple[dict[int, list[int | None]], dict[int, int]]] = {}
-"""The last initial build of this process: its key and InitTx's words and bitmap words."""
+"""The last initial builds of this process, least recently used first: InitTx's words and
+bitmap words by key."""
 
 
 def _build_key(wl: MapWorkload, rt: Runtime) -> tuple[Any, ...]:

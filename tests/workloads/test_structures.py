@@ -479,5 +479,8 @@ def test_a_remembered_build_runs_as_a_fresh_one(runtime: str, workload: str, pre
     (key,) = structures._BUILT
     assert run() == fresh and list(structures._BUILT) == [key]  # reused, not rebuilt
     s = Session.create(runtime, workload, preset(pre), params=params, seed=4)
-    assert list(structures._BUILT) != [key]  # another seed: another build
+    assert len(structures._BUILT) == 2 and list(structures._BUILT)[0] == key  # another build
     assert s.workload.read_data(s.runtime) == s.workload.model().snapshot()
+    for seed in range(5, 5 + structures.BUILDS_KEPT):
+        Session.create(runtime, workload, preset(pre), params=params, seed=seed)
+    assert len(structures._BUILT) == structures.BUILDS_KEPT and key not in structures._BUILT
