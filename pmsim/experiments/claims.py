@@ -448,7 +448,8 @@ class Claim:
 class Paper:
     """A paper: its experiments and claims, and where its spec card is. ``figures`` are
     drawn from the rows of all its experiments (a figure across experiments, such as a table of
-    the paper's over every benchmark); an experiment's own figures see only its rows."""
+    the paper's over every benchmark), or from what ``figure_rows`` derives from them (e.g. a
+    table's quantities in long format); an experiment's own figures see only its rows."""
 
     name: str
     title: str
@@ -457,11 +458,21 @@ class Paper:
     experiments: tuple[Experiment, ...]
     claims: tuple[Claim, ...]
     figures: tuple[Figure, ...] = ()
+    figure_rows: Callable[[Rows], list[dict[str, Any]]] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "experiments", tuple(self.experiments))
         object.__setattr__(self, "claims", tuple(self.claims))
         object.__setattr__(self, "figures", tuple(self.figures))
+
+    def figure_data(self, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The rows :attr:`figures` are drawn from (none when what they need was not run)."""
+        if self.figure_rows is None:
+            return [dict(r) for r in rows]
+        try:
+            return self.figure_rows(Rows(rows))
+        except MissingRows:
+            return []
         names = [e.name for e in self.experiments]
         if len(set(names)) != len(names):
             raise ConfigError(f"paper {self.name!r}: experiment names repeat: {names}")

@@ -156,8 +156,9 @@ def write_outputs(doc: Mapping[str, Any], out: Path, figures: bool = True,
                 for fig in exp.figures:
                     if draw(fig, erows, figdir):
                         figs.append(fig)
-        if figures:
-            figs.extend(fig for fig in paper.figures if draw(fig, rows, figdir))
+        if figures and paper.figures:
+            frows = paper.figure_data(rows)
+            figs.extend(fig for fig in paper.figures if draw(fig, frows, figdir))
         sections.append((name, _paper_section(paper, board, figs, tables, why)))
     uni = doc.get("unified")
     if uni:

@@ -207,3 +207,24 @@ def test_table1_predicates_differ_when_counts_move() -> None:
 def test_missing_experiment_is_not_run() -> None:
     rows = [r for r in world() if r["experiment"] != "fig7-capacity"]
     assert _board(rows)["N10"]["verdict"] == "not run"
+
+
+def test_tables_as_figures_read_what_n8_and_n17_read(tmp_path) -> None:
+    """The Table 1 and Table 3 figures' rows: on paper-like rows every variant's writes and
+    flushes are the paper's (the stars sit on the bars); a table whose experiment was not run
+    has no rows, and nothing is drawn without them."""
+    from pmsim.experiments.plots import draw
+
+    got = paper.table_rows(Rows(world()))
+    by = {(r["table"], r["variant"], r["metric"]): r["value"] for r in got}
+    for table, _, values in paper.TABLES:
+        for k, (w, f) in values.items():
+            name = paper._label(k)
+            assert by[(table, name, "writes")] == pytest.approx(w)
+            assert by[(table, name, "flushes")] == pytest.approx(f)
+    assert {p[1] for f in paper.FIGURES for p in f.published} <= {r["variant"] for r in got}
+    assert all(r["threads"] == 27 for r in got if r["table"] == "Table 1")
+    rest = [r for r in world() if r["experiment"] != "fig4-ht-high"]
+    assert {r["table"] for r in paper.table_rows(Rows(rest))} == {"Table 3 A", "Table 3 B"}
+    assert paper.PAPER.figure_data([]) == []
+    assert draw(paper.FIGURES[0], paper.PAPER.figure_data(world()), tmp_path, formats=("png",))

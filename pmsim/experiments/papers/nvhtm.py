@@ -835,12 +835,60 @@ CLAIMS: Sequence[Claim] = (
           "1's rows, as N9)", ("fig4-high", "fig4-low", "fig4-ht-high"), check_n18),
 )
 
+# -- the paper's tables as figures ------------------------------------------------------------------
+
+TABLES = (("Table 1", "fig4-ht-high", TABLE1), ("Table 3 B", "fig10-tpcc-b", TABLE3["b"]),
+          ("Table 3 A", "fig10-tpcc-a", TABLE3["a"]))
+"""(table, experiment, the paper's writes/flushes per variant) drawn by :data:`FIGURES`."""
+
+
+def table_rows(rows: Rows) -> list[dict[str, Any]]:
+    """Tables 1 and 3 as measured, in long format: one row per (table, variant, metric) with
+    the paper-calibrated writes or flushes per transaction (:func:`writes_flushes`) at the
+    experiment's top thread count, as N8 and N17 read them."""
+    out: list[dict[str, Any]] = []
+    for table, exp, paper in TABLES:
+        sel = rows.where(experiment=exp)
+        if not sel:
+            continue
+        v = variants(sel)
+        th = _threads(sel)[-1]
+        for name in paper:
+            if name in v and v[name].where(threads=th):
+                w, f = _wf(v, name, th)
+                out += [{"table": table, "variant": _label(name), "metric": m, "value": x,
+                         "threads": th} for m, x in (("writes", w), ("flushes", f))]
+    return out
+
+
+def _label(variant: str) -> str:
+    """The paper's name of a variant: NLP, 85%, 10x, FFF, FNF, PHTM, PSTM."""
+    return variant.removeprefix("nvhtm-").upper() if variant[0].isalpha() else variant
+
+
+def _table_figure(name: str, table: str, title: str) -> Figure:
+    paper = {t: p for t, _, p in TABLES}[table]
+    return Figure(name, title, x="variant", y="value", xlabel="",
+                  ylabel="writes, flushes per transaction",
+                  panels="table", series="metric", where=(("table", table),), kind="bar",
+                  logy=True, order=("writes", "flushes"),
+                  published=tuple((m, _label(k), x) for k, (w, f) in paper.items()
+                                  for m, x in (("writes", w), ("flushes", f))))
+
+
+FIGURES = (
+    _table_figure("nvhtm-table1", "Table 1", "Bank, high contention, 27 workers (Table 1)"),
+    _table_figure("nvhtm-table3-b", "Table 3 B", "TPC-C mix B (Table 3)"),
+    _table_figure("nvhtm-table3-a", "Table 3 A", "TPC-C mix A (Table 3)"),
+)
+"""Tables 1 and 3 beside the paper's values (stars), from :func:`table_rows`."""
+
 PAPER = register_paper(Paper(
     "nvhtm", "Hardware Transactional Memory meets memory persistency",
     "D. Castro, P. Romano, J. Barreto, Hardware Transactional Memory meets memory persistency, "
     "Journal of Parallel and Distributed Computing 130, 2019 (IPDPS'18 extended).",
-    "nv-htm.md", EXPERIMENTS, CLAIMS))
+    "nv-htm.md", EXPERIMENTS, CLAIMS, figures=FIGURES, figure_rows=table_rows))
 
-__all__ = ["CLAIMS", "EXPERIMENTS", "LINE_BANK", "PAPER", "STRIPE", "NvBank", "Stripe",
-           "abort_rate", "capacity_fallbacks", "capacity_limits", "log_sizes", "variants",
-           "writes_flushes"]
+__all__ = ["CLAIMS", "EXPERIMENTS", "FIGURES", "LINE_BANK", "PAPER", "STRIPE", "NvBank", "Stripe",
+           "abort_rate", "capacity_fallbacks", "capacity_limits", "log_sizes", "table_rows",
+           "variants", "writes_flushes"]

@@ -248,7 +248,7 @@ TABLE3_EXP = Experiment(
                                     for n, v in by_n.items())),))
 
 TABLE4_FIGURE = Figure(
-    "table4", "Proteus's LLT miss rate, 64 entries, fast NVM (Table 4)", x="workload",
+    "proteus-table4", "Proteus's LLT miss rate, 64 entries, fast NVM (Table 4)", x="workload",
     y="log_flushes", share_of="llt_hits", xlabel="benchmark", ylabel="LLT miss rate",
     panels="preset", kind="bar", order=(PROTEUS,),
     where=(("runtime", PROTEUS), ("preset", NVM), ("experiment", tuple(f"bench-{k}" for k in KEYS))),
