@@ -215,3 +215,22 @@ def test_quick_point_of_each_runtime_measures_rows() -> None:
 def test_crash_campaigns_are_clean() -> None:
     for f in mod.crash_campaigns():
         assert f["ok"], f
+
+
+def test_fig6_figure_rows_and_the_papers_averages(tmp_path) -> None:
+    """Fig. 6's figure: per workload and the mean of the four, each runtime's throughput over
+    the baseline's, as L1-L3 and L8 read it; the paper's averages are stars on the mean."""
+    from pmsim.experiments.plots import draw
+
+    rows = Rows(world())
+    got = mod.fig6_rows(rows)
+    for rt in (mod.SWAL, mod.HWAL, mod.EC, mod.LOC):
+        mine = {r["workload"]: r["normalised"] for r in got if r["runtime"] == mod.NAMES[rt]}
+        mean, per = mod.average(lambda k, rt=rt: mod.normalised(rows, k, rt))
+        assert mine[mod.AVERAGE] == pytest.approx(mean)
+        assert sorted(mine.values()) == pytest.approx(sorted([*per.values(), mean]))
+    fig = mod.FIG6_FIGURE
+    assert {(s, y) for s, _, y in fig.published} == {
+        (mod.NAMES[r], v) for r, v in mod.PAPER_AVG.items()}
+    assert mod.fig6_rows(Rows([])) == []
+    assert draw(fig, got, tmp_path, formats=("png",))
