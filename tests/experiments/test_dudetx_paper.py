@@ -287,3 +287,23 @@ def test_missing_runtime_raises_missing_rows() -> None:
     rest = [r for r in rows() if not (r["experiment"] == "empty" and r["runtime"] == "nvml")]
     with pytest.raises(MissingRows, match="nvml"):
         mod.check_d7(Rows(rest))
+
+
+def test_tables_as_figures(tmp_path) -> None:
+    """Tables 1 and 3 as figures read what D3 and D8 read: DUDETx's logged writes per
+    transaction per benchmark and TPC-C's acknowledgement percentiles in µs; without the
+    TPC-C rows there is no Table 3, and without any rows nothing is drawn."""
+    from pmsim.experiments.plots import draw
+
+    rs = rows()
+    got = mod.table_rows(Rows(rs))
+    t1 = {r["x"]: r["value"] for r in got if r["table"] == "Table 1"}
+    assert t1 == pytest.approx(mod.D3_WRITES)  # the synthetic world logs the paper's writes
+    t3 = {(r["series"], r["x"]): r["value"] for r in got if r["table"] == "Table 3"}
+    assert set(t3) == {(rt, q) for rt in mod.D8_PAPER for q in ("p50", "p90", "p99")}
+    tpcc = [r for r in rs if r["experiment"] == "fig3-tpcc" and r["runtime"] == "nvml"][0]
+    assert t3[("nvml", "p99")] == pytest.approx(float(tpcc["ack_p99"]) / 1e3)
+    rest = [r for r in rs if r["experiment"] != "fig3-tpcc"]
+    assert {r["table"] for r in mod.table_rows(Rows(rest))} == {"Table 1"}
+    assert mod.PAPER.figure_data([]) == []
+    assert all(draw(f, got, tmp_path, formats=("png",)) for f in mod.FIGURES)

@@ -16,6 +16,7 @@ carries the rest of the paper's "about 110k cycles" a transaction as compute
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ...runtimes.registry import get_runtime
 from ..claims import (
@@ -24,6 +25,7 @@ from ..claims import (
     Claim,
     Experiment,
     Finding,
+    MissingRows,
     Paper,
     Rows,
     about,
@@ -173,6 +175,9 @@ variant's 7.4%, TATP the hash variant's 13.8%)."""
 D1_EXTRA_CYCLES = {"btree": 1600.0, "hash": 600.0, "tpcc": 10700.0, "tatp": 400.0}
 """Card §10.6: cycles per transaction and thread DUDETx adds to Volatile-STM (B+-tree 5.8k →
 7.4k, Hash 2.0k → 2.6k, TATP 2.0k → 2.4k; TPC-C 145k at a 7.4% slowdown)."""
+D8_PAPER = {"dudetx": (45.0, 73.0, 124.0), "dudetx-sync": (18.0, 40.0, 90.0),
+            "mnemosyne": (62.0, 87.0, 126.0), "nvml": (112.0, 161.0, 254.0)}
+"""Card D8, Table 3: TPC-C begin-to-acknowledgement p50/p90/p99 (µs) at 4 threads."""
 D3_WRITES = {"btree": 15.8, "hash": 3.0, "tpcc": 170.0, "tatp": 1.0}
 """Card D3: logged writes per transaction (TPC-C: between the B+ and hash variants' 183.5 and
 156.5)."""
@@ -408,8 +413,8 @@ def check_d8(rows: Rows) -> Finding:
 
     lat = {rt: ack(rt) for rt in ("dudetx", "dudetx-sync", *DURABLE)}
     c.note(", ".join(f"{rt} " + "/".join(f"{x / 1e3:.0f}" for x in v) + " µs"
-                     for rt, v in lat.items()) + " (paper 45/73/124, 18/40/90, 62/87/126, "
-           "112/161/254)")
+                     for rt, v in lat.items()) + " (paper " + ", ".join(
+                         "/".join(f"{x:g}" for x in v) for v in D8_PAPER.values()) + ")")
     own = {rt: float((sel.where(runtime=rt, persist_bw=1.0) or sel.where(runtime=rt))[0]
                      ["lat_p50"]) for rt in ("dudetx", "dudetx-sync")}
     c.expect(lat["dudetx-sync"][0] < lat["dudetx"][0], "Sync p50 < DUDETx p50",
@@ -623,10 +628,47 @@ CLAIMS: Sequence[Claim] = (
           check_d14, "qualitative"),
 )
 
+# -- the paper's tables as figures ------------------------------------------------------------------
+
+def table_rows(rows: Rows) -> list[dict[str, Any]]:
+    """Tables 1 and 3 as measured, one row each: DUDETx's logged writes per transaction per
+    benchmark at 1 GB/s (D3), and TPC-C's begin-to-acknowledgement percentiles in µs (D8)."""
+    out: list[dict[str, Any]] = []
+    for k in WORKLOADS:
+        try:
+            out.append({"table": "Table 1", "series": "dudetx", "x": k,
+                        "value": _writes_per_tx(rows, k)})
+        except (MissingRows, IndexError):
+            continue
+    try:
+        sel = _fig3_rows(rows, "tpcc")
+    except MissingRows:
+        return out
+    for rt in D8_PAPER:
+        got = sel.where(runtime=rt, persist_bw=1.0) or sel.where(runtime=rt)
+        if got:
+            out += [{"table": "Table 3", "series": rt, "x": q, "value": float(got[0][col]) / 1e3}
+                    for q, col in (("p50", "ack_p50"), ("p90", "ack_p90"), ("p99", "ack_p99"))]
+    return out
+
+
+FIGURES = (
+    Figure("dudetx-table1", "Logged writes per transaction, 1 GB/s (Table 1)", x="x",
+           y="value", xlabel="benchmark", ylabel="writes per transaction", panels="table",
+           series="series", where=(("table", "Table 1"),), kind="bar", logy=True,
+           published=tuple(("dudetx", k, v) for k, v in D3_WRITES.items())),
+    Figure("dudetx-table3", "TPC-C begin to acknowledgement, 4 threads (Table 3)", x="x",
+           y="value", xlabel="percentile", ylabel="latency (µs)", panels="table",
+           series="series", where=(("table", "Table 3"),), kind="bar", order=tuple(D8_PAPER),
+           published=tuple((rt, q, v) for rt, vals in D8_PAPER.items()
+                           for q, v in zip(("p50", "p90", "p99"), vals, strict=True))),
+)
+"""Tables 1 and 3 beside the paper's values (stars), from :func:`table_rows`."""
+
 PAPER = register_paper(Paper(
     "dudetx", "DUDETx: Durable Transactions Made Decoupled",
     "M. Liu, M. Zhang, K. Chen, X. Qian, Y. Wu, W. Zheng, J. Ren, DUDETx: Durable Transactions "
     "Made Decoupled, ACM Transactions on Storage 14(1), Article 7, 2018.",
-    "dudetx-decoupled.md", EXPERIMENTS, CLAIMS))
+    "dudetx-decoupled.md", EXPERIMENTS, CLAIMS, figures=FIGURES, figure_rows=table_rows))
 
-__all__ = ["CLAIMS", "EXPERIMENTS", "PAPER"]
+__all__ = ["CLAIMS", "D3_WRITES", "D8_PAPER", "EXPERIMENTS", "FIGURES", "PAPER", "table_rows"]
