@@ -464,15 +464,6 @@ class Paper:
         object.__setattr__(self, "experiments", tuple(self.experiments))
         object.__setattr__(self, "claims", tuple(self.claims))
         object.__setattr__(self, "figures", tuple(self.figures))
-
-    def figure_data(self, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """The rows :attr:`figures` are drawn from (none when what they need was not run)."""
-        if self.figure_rows is None:
-            return [dict(r) for r in rows]
-        try:
-            return self.figure_rows(Rows(rows))
-        except MissingRows:
-            return []
         names = [e.name for e in self.experiments]
         if len(set(names)) != len(names):
             raise ConfigError(f"paper {self.name!r}: experiment names repeat: {names}")
@@ -484,6 +475,15 @@ class Paper:
             if bad:
                 raise ConfigError(f"paper {self.name!r}: claim {c.id} reads unknown experiments "
                                   f"{sorted(bad)} (known: {', '.join(names)})")
+
+    def figure_data(self, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The rows :attr:`figures` are drawn from (none when what they need was not run)."""
+        if self.figure_rows is None:
+            return [dict(r) for r in rows]
+        try:
+            return self.figure_rows(Rows(rows))
+        except MissingRows:
+            return []
 
     def experiment(self, name: str) -> Experiment:
         for e in self.experiments:
