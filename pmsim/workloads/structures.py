@@ -168,10 +168,9 @@ class MapWorkload(Workload):
             for t, items in enumerate(self.initial_items()):
                 for k, v in items:
                     drive(self.body(tx, ((INSERT, t, k, v),)))
-            hit = ({obj: list(w) for obj, w in tx.buf.items()}, dict(tx.bits))
+            hit = (dict(tx.buf), dict(tx.bits))  # flush reads the word lists, never edits them
         else:
-            tx.buf = {obj: list(w) for obj, w in hit[0].items()}
-            tx.bits = dict(hit[1])
+            tx.buf, tx.bits = dict(hit[0]), dict(hit[1])
         if key is not None:
             _BUILT[key] = hit  # the most recently used last
             while len(_BUILT) > BUILDS_KEPT:
