@@ -308,6 +308,7 @@ BUILTIN: tuple[str, ...] = (
     "swap",
     "tatp",
     "tpcc",
+    "vacation",
     "ycsb",
 )
 """Modules of pmsim.workloads imported (for their registrations) before a name is looked up:

@@ -205,6 +205,10 @@ class RBTree(TreeWorkload):
         if cur:
             nodes.get(cur)[COLOR] = BLACK
 
+    def node_value(self, vals: list[int], where: str) -> Any:
+        """The value a node's value words hold, checked whole (a torn value is an error)."""
+        return check_value(vals, where)
+
     def walk(self, rt: Runtime, root: int) -> tuple[list[int], list[tuple[int, int]]]:
         """In-order walk checking the search order, the colors (a black root, no red node
         with a red child) and equal black heights on every path."""
@@ -230,7 +234,7 @@ class RBTree(TreeWorkload):
                 raise PmsimError(f"red-black tree: red node {x:#x} is the root or has a red "
                                  "parent")
             bl = visit(left, lo, key, depth + 1, color == RED)
-            items.append((key, check_value(vals, f"node {x:#x}")))
+            items.append((key, self.node_value(vals, f"node {x:#x}")))
             br = visit(right, key, hi, depth + 1, color == RED)
             if bl != br:
                 raise PmsimError(f"red-black tree: black heights {bl} and {br} under {x:#x}")

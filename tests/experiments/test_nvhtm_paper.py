@@ -72,9 +72,8 @@ def test_paper_is_registered_with_every_claim() -> None:
     p = get_paper("nvhtm")
     assert [c.id for c in p.claims] == [f"N{i}" for i in range(1, 19)]
     out = {c.id for c in p.claims if c.status == "out of reach"}
-    assert out == {"N12"}
-    assert all(c.reason for c in p.claims if c.id in out)
-    assert len(p.points(quick=True)) < 175  # Kmeans and SSCA2 (Fig. 9) add 36 short points
+    assert out == set()
+    assert len(p.points(quick=True)) < 200  # Fig. 9's Kmeans, SSCA2, Vacation: 60 points
 
 
 # -- synthetic rows --------------------------------------------------------------------------------
@@ -108,7 +107,7 @@ def world(**k: float) -> list[dict[str, Any]]:
     """Paper-like rows; each keyword scales one quantity."""
     g = {"nv": 1.0, "phtm": 1.0, "pstm": 1.0, "prune": 1.0, "fnf": 1.0, "rate": 1.0,
          "cap": 1.0, "lc": 1.0, "htm": 1.0, "wf": 1.0, "ht": 1.0, "kphtm": 1.0, "kprune": 1.0,
-         "kwf": 1.0, **k}
+         "kwf": 1.0, "vpstm": 1.0, **k}
     rows: list[dict[str, Any]] = []
     for exp, hi in (("fig4-high", 1), ("fig4-low", 0)):
         for th in (1, 14):  # the paper's physical cores: N1 needs them
@@ -153,8 +152,11 @@ def world(**k: float) -> list[dict[str, Any]]:
     for th in (1, 8):
         rows += [_row("fig8-lc", "nvhtm-nlp", th, 10.0 * th, rate=0.01),
                  _row("fig8-lc", "nvhtm-lc", th, 5.0 * th, rate=0.7 * g["lc"])]
-    for exp, label in paper.STAMP_RUNS:  # Fig. 9, Table 2: Kmeans and SSCA2
-        peak = 6.0 if exp == "fig9-kmeans-low" else 4.0
+    shapes = {  # NV-HTM over PSTM and PHTM (Fig. 9, N12-N13), 10x against NLP (N14)
+        "Kmeans-High": (4.0, 4.0, 1.0), "Kmeans-Low": (4.0, 6.0, 1.0), "SSCA2": (2.0, 2.0, 1.0),
+        "Vacation-High": (1.4, 2.5, 1.0), "Vacation-Low": (1 / 1.3 * g["vpstm"], 2.0, 0.8)}
+    for exp, label in paper.STAMP_RUNS:  # Fig. 9, Table 2: Kmeans, SSCA2, Vacation
+        over_stm, over_htm, ten = shapes[label]
         t2 = paper.TABLE2[label]
         for th in (1, 14):
             nv = 10.0 * th
@@ -162,9 +164,10 @@ def world(**k: float) -> list[dict[str, Any]]:
             rows += [_row(exp, "nvhtm-nlp", th, nv, 500, wf=t2["nvhtm-nlp"]),
                      _row(exp, "nvhtm-nlp", th, nv, 50, wf=t2["nvhtm-nlp"]),
                      _row(exp, "nvhtm", th, nv, 500, wf=t2["nvhtm-nlp"]),
-                     _row(exp, "nvhtm", th, nv * g["kprune"], 50, wf=(w10 * g["kwf"], f10)),
-                     _row(exp, "phtm", th, nv / peak * g["kphtm"], wf=t2["phtm"]),
-                     _row(exp, "pstm", th, nv / 4, wf=t2["pstm"])]
+                     _row(exp, "nvhtm", th, nv * ten * g["kprune"], 50,
+                          wf=(w10 * g["kwf"], f10)),
+                     _row(exp, "phtm", th, nv / over_htm * g["kphtm"], wf=t2["phtm"]),
+                     _row(exp, "pstm", th, nv / over_stm, wf=t2["pstm"])]
     for key, gap in (("a", 0.05), ("b", 0.10)):
         exp = f"fig10-tpcc-{key}"
         for th in (4,):
@@ -183,7 +186,7 @@ def world(**k: float) -> list[dict[str, Any]]:
 KNOBS = {"N1": {"phtm": 3.0}, "N2": {"rate": 0.05}, "N3": {"prune": 0.6}, "N4": {"fnf": 2.9},
          "N5": {"ht": 2.0},
          "N6": {"pstm": 1.5}, "N7": {"pstm": 2.0}, "N8": {"nv": 1.0, "wf": 1.0},
-         "N9": {}, "N10": {"cap": 0.4}, "N11": {"lc": 0.2}, "N13": {"kphtm": 3.0},
+         "N9": {}, "N10": {"cap": 0.4}, "N11": {"lc": 0.2}, "N12": {"vpstm": 2.0}, "N13": {"kphtm": 3.0},
          "N14": {"kprune": 0.7}, "N15": {"kwf": 3.0}, "N16": {"htm": 1.5},
          "N17": {"wf": 5.0}, "N18": {"phtm": 3.0}}
 """One knob per claim that moves the synthetic world outside the claim's test (N8 and N9 are

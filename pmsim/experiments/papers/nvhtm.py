@@ -18,9 +18,10 @@ Fig. 8; :class:`NvBank` is pmsim's Bank with both (import path
 ``pmsim.experiments.papers.nvhtm:NvBank``). Fig. 7 grows the write set to the 512-line HTM
 capacity; :class:`Stripe` writes W consecutive line-padded words, so the footprint spreads
 evenly over the L1 sets and the capacity limit is the runtimes' lines per write, not a set
-conflict. Of STAMP (Fig. 9, Table 2) pmsim has Kmeans (High and Low) and SSCA2
-(:mod:`pmsim.workloads.kmeans`, :mod:`pmsim.workloads.ssca2`): N13-N15 are tested on those
-columns and say so; N12 names only benchmarks pmsim does not model (out of reach). Above 14
+conflict. Of STAMP (Fig. 9, Table 2) pmsim has Kmeans (High and Low), SSCA2 and Vacation
+(High and Low; :mod:`pmsim.workloads.kmeans`, :mod:`pmsim.workloads.ssca2`,
+:mod:`pmsim.workloads.vacation`): N12-N15 are tested on those benchmarks and say which parts of
+the claim they leave out (Genome, Intruder, Labyrinth, Yada). Above 14
 threads the preset's Hyper-Threading model runs two threads to a core (``core.physical_cores``:
 shared L1 and L2, halved HTM write capacity, compute at ``smt_speed``); Fig. 4 goes to 27
 workers there (``fig4-ht-*``), the checkpointer taking the 28th hardware thread. TPC-C runs as
@@ -333,7 +334,35 @@ FIG9_SSCA2 = Experiment(
                     xlabel="threads", ylabel="throughput (Mtx/s)", yscale=1e-6,
                     panels="workload", order=(NLP, NV, PHTM, PSTM)),))
 """Two words and a marker a transaction: the log slots of :func:`log_sizes`."""
-FIG9 = (_kmeans("high"), _kmeans("low"), FIG9_SSCA2)
+VACATION = {"high": {"queries": 4, "query_pct": 60.0, "user_pct": 90.0},
+            "low": {"queries": 2, "query_pct": 90.0, "user_pct": 98.0}}
+"""STAMP's Vacation-High (``-n4 -q60 -u90``) and -Low (``-n2 -q90 -u98``)."""
+VACATION_RELATIONS = 1 << 15
+"""Records per table: STAMP's ``-r1048576`` is 2**20; pmsim builds the initial trees in Python
+(about 0.5 ms a record), so the runs use 2**15, trees 15 levels deep instead of 20
+(:mod:`pmsim.workloads.vacation`)."""
+VACATION_SLOTS = {"high": 7.5, "low": 6.0}
+"""Log slots of an average Vacation transaction (NV-HTM NLP's writes with the marker, measured
+on pmsim's Vacation): only the 85% and 10x log sizes use them."""
+
+
+def _vacation(key: str) -> Experiment:
+    name = f"fig9-vacation-{key}"
+    return Experiment(
+        name, f"STAMP Vacation-{key.title()}, 500 ns flushes (Fig. 9, Table 2)", "vacation",
+        (NLP, NV, PHTM, PSTM), PRESET,
+        params={**VACATION[key], "relations": VACATION_RELATIONS}, threads=THREADS,
+        quick_threads=QUICK_THREADS,
+        options={**_emul(True), "log_slots": log_sizes(TXS, WARMUP, VACATION_SLOTS[key])},
+        quick_options={"log_slots": log_sizes(QUICK_TXS, QUICK_WARMUP, VACATION_SLOTS[key])},
+        txs=TXS, warmup=WARMUP, quick_txs=QUICK_TXS, quick_warmup=QUICK_WARMUP,
+        source="Fig. 9, Table 2",
+        figures=(Figure(name, f"Vacation-{key.title()} (Fig. 9)", x="threads", y="throughput",
+                        xlabel="threads", ylabel="throughput (Mtx/s)", yscale=1e-6,
+                        panels="workload", order=(NLP, NV, PHTM, PSTM)),))
+
+
+FIG9 = (_kmeans("high"), _kmeans("low"), FIG9_SSCA2, _vacation("high"), _vacation("low"))
 EXPERIMENTS = (FIG4_HIGH, FIG4_LOW, *FIG4_HT, FIG5_HIGH, FIG5_LOW, FIG6, FIG7, FIG8, *FIG9,
                *FIG10)
 
@@ -809,36 +838,59 @@ def check_n18(rows: Rows) -> Finding:
     return c.finding()
 
 
-STAMP = ("pmsim has STAMP's Kmeans and SSCA2 only (:mod:`pmsim.workloads.kmeans`, "
-         ":mod:`pmsim.workloads.ssca2`); Genome, Intruder, Vacation, Labyrinth and Yada, the "
-         "benchmarks this claim names, are not modelled")
-KMEANS_ONLY = ("Kmeans-High and -Low only: the claim's other benchmarks (Vacation, Intruder, "
-               "Genome) are not in pmsim and are not tested")
+STAMP_MISSING = ("Genome, Intruder, Labyrinth and Yada are not in pmsim (it has STAMP's "
+                 "Kmeans, SSCA2 and Vacation) and are not tested")
 TABLE2 = {"Kmeans-High": {NLP: (27.00, 8.249), "10x": (27.03, 8.253), PHTM: (45.99, 5.000),
                           PSTM: (198.1, 125.0)},
           "Kmeans-Low": {NLP: (27.00, 8.249), "10x": (27.09, 8.266), PHTM: (45.99, 5.000),
                          PSTM: (200.3, 142.2)},
           "SSCA2": {NLP: (4.000, 3.000), "10x": (4.100, 3.000), PHTM: (19.00, 3.999),
-                    PSTM: (6.015, 6.007)}}
+                    PSTM: (6.015, 6.007)},
+          "Vacation-High": {NLP: (12.62, 4.601), "10x": (13.06, 4.798), PHTM: (55.01, 10.84),
+                            PSTM: (174.4, 98.08)},
+          "Vacation-Low": {NLP: (7.799, 3.439), "10x": (9.81, 4.734), PHTM: (33.29, 6.621),
+                           PSTM: (1.446, 1.420)}}
 """Table 2's columns of the STAMP benchmarks pmsim models: writes / flushes per transaction."""
 STAMP_RUNS = (("fig9-kmeans-high", "Kmeans-High"), ("fig9-kmeans-low", "Kmeans-Low"),
-              ("fig9-ssca2", "SSCA2"))
+              ("fig9-ssca2", "SSCA2"), ("fig9-vacation-high", "Vacation-High"),
+              ("fig9-vacation-low", "Vacation-Low"))
 """(experiment, Table 2's column) of each modelled STAMP benchmark."""
+
+
+def check_n12(rows: Rows) -> Finding:
+    c = Checks()
+    _at_paper_threads(rows, ("fig9-vacation-low",), c, "PSTM's lead on Vacation-Low")
+    sel = _sel(rows, "fig9-vacation-low")
+    v = variants(sel)
+    top = _threads(sel)[-1]
+    nv, stm, htm = _best_nv(v, top), _tp(v, PSTM, top), _tp(v, PHTM, top)
+    c.expect(stm > nv, f"Vacation-Low {top} threads: PSTM/NV-HTM {stm / nv:.2f}x (paper: PSTM "
+             "ahead)",
+             f"at {top} threads PSTM runs Vacation-Low at {stm / nv:.2f}x NV-HTM's throughput, "
+             f"not ahead of it: {_costs(v, PSTM, top)}")
+    c.expect(nv > htm, f"Vacation-Low {top} threads: NV-HTM/PHTM {nv / htm:.2f}x (paper: NV-HTM "
+             "ahead)", f"at {top} threads NV-HTM runs Vacation-Low at {nv / htm:.2f}x PHTM's "
+             f"throughput: {_costs(v, PHTM, top)}")
+    return c.finding()
 
 
 def check_n13(rows: Rows) -> Finding:
     c = Checks()
-    _at_paper_threads(rows, ("fig9-kmeans-high",), c, "Kmeans-High's 4x")
-    sel = _sel(rows, "fig9-kmeans-high")
-    v = variants(sel)
-    top = _threads(sel)[-1]
-    nv = _best_nv(v, top)
-    for base in (PSTM, PHTM):
-        r = nv / _tp(v, base, top)
-        c.expect(inside(r, about(4.0)), f"Kmeans-High {top} threads: NV-HTM/{base.upper()} "
-                 f"{r:.2f}x (paper ≈4x, {fmt_interval(about(4.0))})",
-                 f"at {top} threads NV-HTM runs Kmeans-High {r:.2f}x as fast as {base.upper()} "
-                 f"(paper ≈4x): {_kmeans_costs(v, base, top)}")
+    _at_paper_threads(rows, ("fig9-kmeans-high", "fig9-vacation-high"), c,
+                      "Kmeans-High's 4x and Vacation-High's gains")
+    for exp, label, wants in (("fig9-kmeans-high", "Kmeans-High", {PSTM: 4.0, PHTM: 4.0}),
+                              ("fig9-vacation-high", "Vacation-High", {PSTM: 1.4, PHTM: 2.5})):
+        sel = _sel(rows, exp)
+        v = variants(sel)
+        top = _threads(sel)[-1]
+        nv = _best_nv(v, top)
+        for base, want in wants.items():
+            r = nv / _tp(v, base, top)
+            iv = about(want)
+            c.expect(inside(r, iv), f"{label} {top} threads: NV-HTM/{base.upper()} {r:.2f}x "
+                     f"(paper ≈{want:g}x, {fmt_interval(iv)})",
+                     f"at {top} threads NV-HTM runs {label} {r:.2f}x as fast as {base.upper()} "
+                     f"(paper ≈{want:g}x): {_costs(v, base, top)}")
     peak = max(_best_nv(v2, th) / _tp(v2, PHTM, th)
                for exp in ("fig9-kmeans-high", "fig9-kmeans-low")
                for v2 in (variants(_sel(rows, exp)),) for th in _threads(_sel(rows, exp)))
@@ -850,8 +902,8 @@ def check_n13(rows: Rows) -> Finding:
     return c.finding()
 
 
-def _kmeans_costs(v: dict[str, Rows], base: str, th: int) -> str:
-    """Why a Kmeans ratio is what it is: each runtime's ns per transaction and abort rate."""
+def _costs(v: dict[str, Rows], base: str, th: int) -> str:
+    """Why a STAMP ratio is what it is: each runtime's ns per transaction and abort rate."""
     parts = []
     for name in ("10x", base):
         r = v[name].where(threads=th)
@@ -862,16 +914,35 @@ def _kmeans_costs(v: dict[str, Rows], base: str, th: int) -> str:
     return "; ".join(parts)
 
 
+N14_SLOWDOWN = {"Vacation-Low": 0.20}
+"""The 10x log's average slowdown against NLP that Fig. 9 reports, where it is not ≈ 0."""
+
+
 def check_n14(rows: Rows) -> Finding:
     c = Checks()
     for exp, label in STAMP_RUNS:
         sel = _sel(rows, exp)
         v = variants(sel)
         slow = float(np.mean([1 - _tp(v, "10x", th) / _tp(v, NLP, th) for th in _threads(sel)]))
-        c.expect(slow <= SAME, f"{label}: 10x {slow:+.1%} below NLP on average (≈: ≤ {SAME:.0%})",
-                 f"on {label} the 10x log runs {slow:.1%} below NLP on average: "
+        want = N14_SLOWDOWN.get(label)
+        if want is None:
+            ok, what = slow <= SAME, f"≈: ≤ {SAME:.0%}"
+        else:
+            lo, hi = want / TOL, want * TOL
+            ok, what = lo <= slow <= hi, f"paper {want:.0%}, [{lo:.0%}, {hi:.0%}]"
+        c.expect(ok, f"{label}: 10x {slow:+.1%} below NLP on average ({what})",
+                 f"on {label} the 10x log runs {slow:.1%} below NLP on average ({what}): "
                  f"{_cp_cost(v, _threads(sel)[-1])}")
     return c.finding()
+
+
+def _ratio_in(r: float, want: float) -> tuple[bool, tuple[float, float]]:
+    """Whether a ratio is about the paper's (below 1: its inverse about the inverse's)."""
+    if want >= 1:
+        iv = about(want)
+        return inside(r, iv), iv
+    lo, hi = about(1 / want)
+    return inside(r, (1 / hi, 1 / lo)), (1 / hi, 1 / lo)
 
 
 def _cp_cost(v: dict[str, Rows], th: int) -> str:
@@ -897,8 +968,9 @@ def check_n15(rows: Rows) -> Finding:
         for base in (PHTM, PSTM):
             want = paper[base][0] / paper["10x"][0]
             r = got[base][0] / max(nw, 1e-9)
-            c.expect(inside(r, about(want)), f"{label}: {base.upper()}/NV-HTM "
-                     f"writes {r:.2f}x (paper {want:.2f}x, {fmt_interval(about(want))})",
+            ok, iv = _ratio_in(r, want)
+            c.expect(ok, f"{label}: {base.upper()}/NV-HTM "
+                     f"writes {r:.2f}x (paper {want:.2f}x, {fmt_interval(iv)})",
                      f"on {label} {base.upper()} writes {r:.2f}x NV-HTM's words, "
                      f"not the paper's {want:.2f}x: NV-HTM 10x writes {nw:.1f} words a "
                      f"transaction, {nw - got[NLP][0]:.1f} of them the checkpointer's replay at "
@@ -957,21 +1029,23 @@ CLAIMS: Sequence[Claim] = (
           "> 3x NV-HTM's; NV-HTM speedup ≥ 0.6x linear", ("fig8-lc",), check_n11,
           "qualitative"),
     Claim("N12", "Fig. 9", "PSTM wins Labyrinth, Yada, Genome, Vacation-Low at high thread "
-          "counts; NV-HTM beats PHTM there (≈2x Yada) except Genome", status="out of reach",
-          reason=STAMP),
+          "counts; NV-HTM beats PHTM there (≈2x Yada) except Genome", "Vacation-Low at the top "
+          "thread count (14): PSTM above NV-HTM, NV-HTM above PHTM. " + STAMP_MISSING,
+          ("fig9-vacation-low",), check_n12),
     Claim("N13", "Fig. 9", "Kmeans-High 4x; Vacation-High ≈40% vs PSTM, ≈2.5x vs PHTM; up to 6x "
-          "vs PHTM on Kmeans and Intruder", "Kmeans-High at 14 threads: NV-HTM/PSTM and "
-          "NV-HTM/PHTM in about(4); the best NV-HTM/PHTM over both Kmeans in about(6). "
-          + KMEANS_ONLY, ("fig9-kmeans-high", "fig9-kmeans-low"), check_n13),
+          "vs PHTM on Kmeans and Intruder", "at 14 threads: Kmeans-High NV-HTM/PSTM and "
+          "NV-HTM/PHTM in about(4), Vacation-High in about(1.4) and about(2.5); the best "
+          "NV-HTM/PHTM over both Kmeans in about(6). " + STAMP_MISSING,
+          ("fig9-kmeans-high", "fig9-kmeans-low", "fig9-vacation-high"), check_n13),
     Claim("N14", "Fig. 9", "10x ≈ NLP except 20% (Vacation-Low), 16% (Genome), 7% (Intruder)",
-          "Kmeans-High, Kmeans-Low and SSCA2: 10x's mean slowdown against NLP over the thread "
-          "counts ≤ 10% (the exceptions are benchmarks pmsim does not model)",
-          tuple(e for e, _ in STAMP_RUNS), check_n14),
+          "10x's mean slowdown against NLP over the thread counts: ≤ 10% on Kmeans-High, "
+          "Kmeans-Low, SSCA2 and Vacation-High, 20% within a factor 1.5 on Vacation-Low. "
+          + STAMP_MISSING, tuple(e for e, _ in STAMP_RUNS), check_n14),
     Claim("N15", "Table 2", "STAMP writes/flushes per transaction: NV-HTM 10x writes 2.92x fewer "
-          "than PHTM and 5.61x fewer than PSTM", "Table 2's Kmeans and SSCA2 columns at the top "
-          "thread count: PHTM/NV-HTM and PSTM/NV-HTM writes each in about(the column's ratio). "
-          "The paper's averages are over nine benchmarks, six of them not in pmsim",
-          tuple(e for e, _ in STAMP_RUNS), check_n15),
+          "than PHTM and 5.61x fewer than PSTM", "Table 2's Kmeans, SSCA2 and Vacation columns "
+          "at the top thread count: PHTM/NV-HTM and PSTM/NV-HTM writes each in about(the "
+          "column's ratio). The paper's averages are over nine benchmarks, four of them not in "
+          "pmsim", tuple(e for e, _ in STAMP_RUNS), check_n15),
     Claim("N16", "Fig. 10", "TPC-C: NV-HTM > PHTM and PSTM; only 10% (B) / 5% (A) below HTM on "
           "RAM; 10x ≈ NLP", "NV-HTM > PHTM, PSTM at every point; mean gap to HTM ≤ 1.5x the "
           "paper's", ("fig10-tpcc-a", "fig10-tpcc-b"), check_n16),
