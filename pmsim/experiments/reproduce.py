@@ -111,9 +111,13 @@ def load_results(where: str | Path) -> dict[str, Any]:
     check_results(doc, str(path))
     papers = doc.get("papers")
     if isinstance(papers, dict):  # the registry's order (the file's keys are sorted)
-        order = {n: i for i, n in enumerate(paper_names())}
-        doc["papers"] = dict(sorted(papers.items(), key=lambda kv: order.get(kv[0], len(order))))
+        doc["papers"] = _in_registry_order(papers)
     return doc
+
+
+def _in_registry_order(papers: Mapping[str, Any]) -> dict[str, Any]:
+    order = {n: i for i, n in enumerate(paper_names())}
+    return dict(sorted(papers.items(), key=lambda kv: order.get(kv[0], len(order))))
 
 
 # -- writing -------------------------------------------------------------------------------------
@@ -470,10 +474,49 @@ def _add_table(p: argparse.ArgumentParser) -> None:
     p.add_argument("--write", action="store_true", help="regenerate every table, figure and "
                    "results.md in the directory instead of printing")
     p.add_argument("--markdown", metavar="PATH", help="with --write: also write the report here")
+    p.add_argument("--merge", metavar="OTHER", help="with --write: first fold the papers of "
+                   "another `pmsim reproduce` run at the same scale (its directory or "
+                   "results.json) into these results, replacing the same papers' rows and "
+                   "counterfactuals, and save them (the report's header names both commands)")
+
+
+def merge_results(doc: dict[str, Any], other: Mapping[str, Any], where: str) -> list[str]:
+    """Fold ``other``'s papers (rows and counterfactuals) into ``doc`` in place, replacing the
+    same papers; the meta names both commands and counts the points once. Returns the papers
+    merged. Both must be the same scale and pmsim version: a page mixes no scales."""
+    m, mo = doc["meta"], other.get("meta", {})
+    for key in ("scale", "txs_scale", "version", "backend"):
+        if m.get(key) != mo.get(key):
+            raise ConfigError(f"--merge {where}: its {key} is {mo.get(key)!r}, these results' is "
+                              f"{m.get(key)!r}; merge only runs of the same scale, pmsim version "
+                              "and engine (rerun the paper with the same options)")
+    names = list(other.get("papers", {}))
+    if not names:
+        raise ConfigError(f"--merge {where}: it holds no paper's results")
+    for name in names:
+        m["points"] = m["points"] - len(doc["papers"].get(name, [])) + len(other["papers"][name])
+        doc["papers"][name] = other["papers"][name]
+        if name in other.get("explain", {}):
+            doc.setdefault("explain", {})[name] = other["explain"][name]
+        elif name in doc.get("explain", {}):
+            del doc["explain"][name]  # counterfactuals of the replaced rows would be stale
+    doc["papers"] = _in_registry_order(doc["papers"])
+    cmd = str(mo.get("command", "?")).replace(f"--out={mo.get('out')}", f"--out={m.get('out')}")
+    m["command"] = f"{m['command']}; {cmd}"
+    m["seconds"] = float(m.get("seconds", 0.0)) + float(mo.get("seconds", 0.0))
+    return names
 
 
 def _cmd_table(args: argparse.Namespace) -> int:
     doc = load_results(args.results)
+    if args.merge and not args.write:
+        raise ConfigError("--merge folds another run into the saved results and rewrites them: "
+                          "give --write too")
+    if args.merge:
+        names = merge_results(doc, load_results(args.merge), args.merge)
+        where = Path(args.results)
+        save_results(where if where.is_dir() else where.parent, doc)
+        print(f"# merged {', '.join(names)} from {args.merge}", file=sys.stderr)
     if args.write:
         out = Path(args.results)
         out = out if out.is_dir() else out.parent

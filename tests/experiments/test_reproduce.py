@@ -60,6 +60,57 @@ def test_table_rerenders_without_rerunning(tiny, capsys) -> None:
     assert (out / "results.md").stat().st_mtime_ns > stamp
 
 
+def _copy(src, dst, **meta) -> None:
+    doc = json.loads((src / "results.json").read_text())
+    doc["meta"].update(meta)
+    dst.mkdir()
+    (dst / "results.json").write_text(json.dumps(doc))
+
+
+def test_table_merge_folds_another_run_in(tiny, tmp_path, capsys) -> None:
+    """A paper rerun alone replaces its rows in a page's results; the header names both."""
+    _, out, _ = tiny
+    base, other = tmp_path / "base", tmp_path / "other"
+    _copy(out, base)
+    doc = json.loads((out / "results.json").read_text())
+    doc["papers"]["marathe"] = [r for r in doc["papers"]["marathe"]
+                                if r["experiment"] == "alloc-x"]
+    doc["meta"].update(command="pmsim reproduce marathe --quick --out=/elsewhere",
+                       out="/elsewhere", seconds=5.0)
+    other.mkdir()
+    (other / "results.json").write_text(json.dumps(doc))
+    before = json.loads((base / "results.json").read_text())["meta"]
+    points = before["points"]
+    assert main(["table", str(base), "--merge", str(other), "--write"]) == 0
+    merged = json.loads((base / "results.json").read_text())
+    assert {r["experiment"] for r in merged["papers"]["marathe"]} == {"alloc-x"}
+    kept = len(doc["papers"]["marathe"])
+    assert merged["meta"]["points"] == points - len(json.loads(
+        (out / "results.json").read_text())["papers"]["marathe"]) + kept
+    cmd = merged["meta"]["command"]
+    assert cmd.endswith(f"; pmsim reproduce marathe --quick --out={before['out']}")
+    assert "/elsewhere" not in cmd and merged["meta"]["seconds"] == before["seconds"] + 5.0
+    assert "| M13 |" in (base / "results.md").read_text()
+
+
+@pytest.mark.parametrize("meta, msg", [({"scale": "full"}, "its scale is 'full'"),
+                                       ({"version": "0.0.1"}, "its version")])
+def test_table_merge_refuses_another_scale_or_version(tiny, tmp_path, capsys, meta,
+                                                      msg) -> None:
+    _, out, _ = tiny
+    _copy(out, tmp_path / "base")
+    _copy(out, tmp_path / "other", **meta)
+    assert main(["table", str(tmp_path / "base"), "--merge", str(tmp_path / "other"),
+                 "--write"]) == 2
+    assert msg in capsys.readouterr().err
+
+
+def test_table_merge_needs_write(tiny, capsys) -> None:
+    _, out, _ = tiny
+    assert main(["table", str(out), "--merge", str(out)]) == 2
+    assert "give --write too" in capsys.readouterr().err
+
+
 def test_compare_prints_every_column(capsys, tmp_path) -> None:
     dest = tmp_path / "u.csv"
     assert main(["compare", "--runtimes", "undo,redo", "--workloads", "bank", "--domains",
