@@ -482,7 +482,8 @@ def _add_table(p: argparse.ArgumentParser) -> None:
 
 def merge_results(doc: dict[str, Any], other: Mapping[str, Any], where: str) -> list[str]:
     """Fold ``other``'s papers (rows and counterfactuals) into ``doc`` in place, replacing the
-    same papers; the meta names both commands and counts the points once. Returns the papers
+    same papers; the meta names the commands that made them (the other run's directory called
+    OTHER) and counts the points once. Returns the papers
     merged. Both must be the same scale and pmsim version: a page mixes no scales."""
     m, mo = doc["meta"], other.get("meta", {})
     for key in ("scale", "txs_scale", "version", "backend"):
@@ -501,8 +502,8 @@ def merge_results(doc: dict[str, Any], other: Mapping[str, Any], where: str) -> 
         elif name in doc.get("explain", {}):
             del doc["explain"][name]  # counterfactuals of the replaced rows would be stale
     doc["papers"] = _in_registry_order(doc["papers"])
-    cmd = str(mo.get("command", "?")).replace(f"--out={mo.get('out')}", f"--out={m.get('out')}")
-    m["command"] = f"{m['command']}; {cmd}"
+    cmd = str(mo.get("command", "?")).replace(f"--out={mo.get('out')}", "--out=OTHER")
+    m["command"] = f"{m['command']}; {cmd}; pmsim table {m.get('out')} --merge OTHER --write"
     m["seconds"] = float(m.get("seconds", 0.0)) + float(mo.get("seconds", 0.0))
     return names
 

@@ -88,7 +88,8 @@ def test_table_merge_folds_another_run_in(tiny, tmp_path, capsys) -> None:
     assert merged["meta"]["points"] == points - len(json.loads(
         (out / "results.json").read_text())["papers"]["marathe"]) + kept
     cmd = merged["meta"]["command"]
-    assert cmd.endswith(f"; pmsim reproduce marathe --quick --out={before['out']}")
+    assert cmd.endswith(f"; pmsim reproduce marathe --quick --out=OTHER; pmsim table "
+                        f"{before['out']} --merge OTHER --write")
     assert "/elsewhere" not in cmd and merged["meta"]["seconds"] == before["seconds"] + 5.0
     assert "| M13 |" in (base / "results.md").read_text()
 
