@@ -227,7 +227,7 @@ def test_missing_experiment_is_not_run() -> None:
 
 
 def test_tables_as_figures_read_what_n8_and_n17_read(tmp_path) -> None:
-    """The Table 1 and Table 3 figures' rows: on paper-like rows every variant's writes and
+    """The Table 1, 2 and 3 figures' rows: on paper-like rows every variant's writes and
     flushes are the paper's (the stars sit on the bars); a table whose experiment was not run
     has no rows, and nothing is drawn without them."""
     from pmsim.experiments.plots import draw
@@ -242,6 +242,7 @@ def test_tables_as_figures_read_what_n8_and_n17_read(tmp_path) -> None:
     assert {p[1] for f in paper.FIGURES for p in f.published} <= {r["variant"] for r in got}
     assert all(r["threads"] == 27 for r in got if r["table"] == "Table 1")
     rest = [r for r in world() if r["experiment"] != "fig4-ht-high"]
-    assert {r["table"] for r in paper.table_rows(Rows(rest))} == {"Table 3 A", "Table 3 B"}
+    assert {r["table"] for r in paper.table_rows(Rows(rest))} == {
+        "Table 3 A", "Table 3 B", *(f"Table 2 {label}" for _, label in paper.STAMP_RUNS)}
     assert paper.PAPER.figure_data([]) == []
     assert draw(paper.FIGURES[0], paper.PAPER.figure_data(world()), tmp_path, formats=("png",))

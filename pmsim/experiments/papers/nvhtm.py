@@ -1066,14 +1066,15 @@ CLAIMS: Sequence[Claim] = (
 # -- the paper's tables as figures ------------------------------------------------------------------
 
 TABLES = (("Table 1", "fig4-ht-high", TABLE1), ("Table 3 B", "fig10-tpcc-b", TABLE3["b"]),
-          ("Table 3 A", "fig10-tpcc-a", TABLE3["a"]))
+          ("Table 3 A", "fig10-tpcc-a", TABLE3["a"]),
+          *((f"Table 2 {label}", exp, TABLE2[label]) for exp, label in STAMP_RUNS))
 """(table, experiment, the paper's writes/flushes per variant) drawn by :data:`FIGURES`."""
 
 
 def table_rows(rows: Rows) -> list[dict[str, Any]]:
-    """Tables 1 and 3 as measured, in long format: one row per (table, variant, metric) with
-    the paper-calibrated writes or flushes per transaction (:func:`writes_flushes`) at the
-    experiment's top thread count, as N8 and N17 read them."""
+    """Tables 1, 2 and 3 as measured, in long format: one row per (table, variant, metric)
+    with the paper-calibrated writes or flushes per transaction (:func:`writes_flushes`) at the
+    experiment's top thread count, as N8, N15 and N17 read them."""
     out: list[dict[str, Any]] = []
     for table, exp, paper in TABLES:
         sel = rows.where(experiment=exp)
@@ -1108,8 +1109,11 @@ FIGURES = (
     _table_figure("nvhtm-table1", "Table 1", "Bank, high contention, 27 workers (Table 1)"),
     _table_figure("nvhtm-table3-b", "Table 3 B", "TPC-C mix B (Table 3)"),
     _table_figure("nvhtm-table3-a", "Table 3 A", "TPC-C mix A (Table 3)"),
+    *(_table_figure(f"nvhtm-table2-{exp.removeprefix('fig9-')}", f"Table 2 {label}",
+                    f"STAMP {label} (Table 2)") for exp, label in STAMP_RUNS),
 )
-"""Tables 1 and 3 beside the paper's values (stars), from :func:`table_rows`."""
+"""Tables 1, 2 (its modelled STAMP columns) and 3 beside the paper's values (stars), from
+:func:`table_rows`."""
 
 PAPER = register_paper(Paper(
     "nvhtm", "Hardware Transactional Memory meets memory persistency",
