@@ -317,7 +317,8 @@ def _workers(sweep: Mapping[str, Any]) -> str:
 
 def _add_reproduce(p: argparse.ArgumentParser) -> None:
     p.add_argument("paper", help="a registered paper (marathe, ...), several comma-separated "
-                   "(marathe,dudetx), or 'all' (every paper and the unified comparison)")
+                   "(marathe,dudetx), 'all' (every paper and the unified comparison), or "
+                   "'unified' (the unified comparison alone)")
     p.add_argument("--quick", action="store_true", help="the quick scale: fewer transactions "
                    "and axis values, the same shape (marathe: under 2 minutes on 2 cores)")
     p.add_argument("--scale", type=float, default=1.0, metavar="F",
@@ -338,10 +339,15 @@ def _add_reproduce(p: argparse.ArgumentParser) -> None:
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     known = paper_names()
-    names = known if args.paper == "all" else [n.strip() for n in args.paper.split(",")
-                                                 if n.strip()]
+    unified_only = args.paper == "unified"
+    if unified_only and (args.no_unified or args.only or args.explain):
+        raise ConfigError("`pmsim reproduce unified` runs the unified comparison alone: "
+                          "--no-unified, --only and --explain select or explain papers' "
+                          "experiments; drop them, or name papers")
+    names = known if args.paper == "all" else [] if unified_only else [
+        n.strip() for n in args.paper.split(",") if n.strip()]
     papers = [get_paper(n) for n in dict.fromkeys(names)]
-    if not papers:
+    if not papers and not unified_only:
         raise ConfigError(f"no paper named in {args.paper!r}: name one of {', '.join(known)} "
                           "(comma-separated for several) or 'all'")
     if not (args.scale > 0 and args.scale < 1e6):
@@ -362,7 +368,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     if args.explain:
         doc["explain"] = {p.name: explain(p, rows[p.name], args.quick, args.scale, **sweep)
                           for p in papers if rows.get(p.name)}
-    if args.paper == "all" and not args.no_unified:
+    if args.paper in ("all", "unified") and not args.no_unified:
         u = Unified.quick() if args.quick else Unified()
         u = u.resolved()
         if args.scale != 1.0:
@@ -477,14 +483,16 @@ def _add_table(p: argparse.ArgumentParser) -> None:
     p.add_argument("--merge", metavar="OTHER", help="with --write: first fold the papers of "
                    "another `pmsim reproduce` run at the same scale (its directory or "
                    "results.json) into these results, replacing the same papers' rows and "
-                   "counterfactuals, and save them (the report's header names both commands)")
+                   "counterfactuals (and its unified comparison, if it has one), and save them "
+                   "(the report's header names both commands)")
 
 
 def merge_results(doc: dict[str, Any], other: Mapping[str, Any], where: str) -> list[str]:
-    """Fold ``other``'s papers (rows and counterfactuals) into ``doc`` in place, replacing the
-    same papers; the meta names the commands that made them (the other run's directory called
-    OTHER) and counts the points once. Returns the papers
-    merged. Both must be the same scale and pmsim version: a page mixes no scales."""
+    """Fold ``other``'s papers (rows and counterfactuals) and its unified comparison, if any,
+    into ``doc`` in place, replacing the same papers and the comparison; the meta names the
+    commands that made them (the other run's directory called OTHER) and counts the points
+    once. Returns what was merged. Both must be the same scale, pmsim version and engine: a
+    page mixes no scales."""
     m, mo = doc["meta"], other.get("meta", {})
     for key in ("scale", "txs_scale", "version", "backend"):
         if m.get(key) != mo.get(key):
@@ -492,8 +500,13 @@ def merge_results(doc: dict[str, Any], other: Mapping[str, Any], where: str) -> 
                               f"{m.get(key)!r}; merge only runs of the same scale, pmsim version "
                               "and engine (rerun the paper with the same options)")
     names = list(other.get("papers", {}))
-    if not names:
-        raise ConfigError(f"--merge {where}: it holds no paper's results")
+    if not names and not other.get("unified"):
+        raise ConfigError(f"--merge {where}: it holds no paper's results and no unified "
+                          "comparison")
+    if other.get("unified"):
+        m["points"] = (m["points"] - len((doc.get("unified") or {}).get("rows", []))
+                       + len(other["unified"]["rows"]))
+        doc["unified"] = other["unified"]
     for name in names:
         m["points"] = m["points"] - len(doc["papers"].get(name, [])) + len(other["papers"][name])
         doc["papers"][name] = other["papers"][name]
@@ -505,7 +518,7 @@ def merge_results(doc: dict[str, Any], other: Mapping[str, Any], where: str) -> 
     cmd = str(mo.get("command", "?")).replace(f"--out={mo.get('out')}", "--out=OTHER")
     m["command"] = f"{m['command']}; {cmd}; pmsim table {m.get('out')} --merge OTHER --write"
     m["seconds"] = float(m.get("seconds", 0.0)) + float(mo.get("seconds", 0.0))
-    return names
+    return names + (["the unified comparison"] if other.get("unified") else [])
 
 
 def _cmd_table(args: argparse.Namespace) -> int:

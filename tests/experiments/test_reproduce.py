@@ -106,6 +106,26 @@ def test_table_merge_refuses_another_scale_or_version(tiny, tmp_path, capsys, me
     assert msg in capsys.readouterr().err
 
 
+def test_reproduce_unified_alone_and_merged(tiny, tmp_path, capsys) -> None:
+    """`pmsim reproduce unified` runs the comparison alone; --merge puts it on a page."""
+    _, out, _ = tiny
+    uni = tmp_path / "uni"
+    assert main(["reproduce", "unified", "--quick", "--scale", "0.05", "--out", str(uni),
+                 "--jobs", "2", "--no-progress", "--no-figures"]) == 0
+    doc = json.loads((uni / "results.json").read_text())
+    assert doc["papers"] == {} and len(doc["unified"]["rows"]) > 100
+    assert "## Unified comparison" in (uni / "results.md").read_text()
+    base = tmp_path / "base"
+    _copy(out, base, scale="quick", txs_scale=0.05)
+    before = json.loads((base / "results.json").read_text())["meta"]
+    assert main(["table", str(base), "--merge", str(uni), "--write"]) == 0
+    merged = json.loads((base / "results.json").read_text())
+    assert merged["unified"]["rows"] == doc["unified"]["rows"]
+    assert merged["papers"]["marathe"] and merged["meta"]["points"] == (
+        before["points"] + len(doc["unified"]["rows"]))
+    assert "## Unified comparison" in (base / "results.md").read_text()
+
+
 def test_table_merge_needs_write(tiny, capsys) -> None:
     _, out, _ = tiny
     assert main(["table", str(out), "--merge", str(out)]) == 2
@@ -137,6 +157,8 @@ def test_compare_prints_every_column(capsys, tmp_path) -> None:
     (["compare", "--machine", "x86"], "unknown machine 'x86'"),
     (["compare", "--dask", "tcp://"], "Dask"),
     (["table", "/nonexistent-pmsim-results"], "no saved results"),
+    (["reproduce", "unified", "--explain"], "runs the unified comparison alone"),
+    (["reproduce", "unified", "--only", "alloc-x"], "runs the unified comparison alone"),
 ])
 def test_bad_input_exits_2(argv, msg, capsys) -> None:
     assert main(argv) == 2
