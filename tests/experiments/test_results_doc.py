@@ -39,9 +39,7 @@ def test_scoreboard_lines_are_computed_from_the_saved_rows(saved) -> None:
 
 def test_unified_lines_match(saved) -> None:
     scale, doc, text = saved
-    if scale != "quick":
-        pytest.skip("the unified comparison is on the quick page")
-    assert doc.get("unified"), "docs/reproduce lacks the unified comparison"
+    assert doc.get("unified"), f"the {scale}-scale page lacks the unified comparison"
     for r in doc["unified"]["rows"]:
         assert render([r], COLUMNS, "md").splitlines()[2] in text
 
