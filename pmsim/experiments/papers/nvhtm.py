@@ -306,34 +306,26 @@ KMEANS_SLOTS = (3 * (32 + 2) + 2) / 4
 one work-index claim (a word and a marker)."""
 
 
-def _kmeans(key: str) -> Experiment:
-    name = f"fig9-kmeans-{key}"
+def _stamp(name: str, label: str, workload: str, params: dict[str, Any],
+           slots: float) -> Experiment:
+    """A Fig. 9 / Table 2 benchmark: ``label`` is the paper's name with pmsim's setting in
+    parentheses, if any; ``slots`` the log slots of an average transaction (:func:`log_sizes`)."""
     return Experiment(
-        name, f"STAMP Kmeans-{key.title()} ({KMEANS[key]} clusters), 500 ns flushes (Fig. 9, "
-        "Table 2)", "kmeans", (NLP, NV, PHTM, PSTM), PRESET,
-        params={"clusters": KMEANS[key]}, threads=THREADS, quick_threads=QUICK_THREADS,
-        options={**_emul(True), "log_slots": log_sizes(TXS, WARMUP, KMEANS_SLOTS)},
-        quick_options={"log_slots": log_sizes(QUICK_TXS, QUICK_WARMUP, KMEANS_SLOTS)},
+        name, f"STAMP {label}, 500 ns flushes (Fig. 9, Table 2)", workload,
+        (NLP, NV, PHTM, PSTM), PRESET, params=params, threads=THREADS,
+        quick_threads=QUICK_THREADS,
+        options={**_emul(True), "log_slots": log_sizes(TXS, WARMUP, slots)},
+        quick_options={"log_slots": log_sizes(QUICK_TXS, QUICK_WARMUP, slots)},
         txs=TXS, warmup=WARMUP, quick_txs=QUICK_TXS, quick_warmup=QUICK_WARMUP,
         source="Fig. 9, Table 2",
-        figures=(Figure(name, f"Kmeans-{key.title()} (Fig. 9)", x="threads", y="throughput",
+        figures=(Figure(name, f"{label.split(' (')[0]} (Fig. 9)", x="threads", y="throughput",
                         xlabel="threads", ylabel="throughput (Mtx/s)", yscale=1e-6,
                         panels="workload", order=(NLP, NV, PHTM, PSTM)),))
 
 
 SSCA2 = {"vertices": 1 << 20, "max_cluster": 4}
-"""STAMP's SSCA2 at ``-s20``: 2**20 vertices (:mod:`pmsim.workloads.ssca2`)."""
-FIG9_SSCA2 = Experiment(
-    "fig9-ssca2", "STAMP SSCA2 (2^20 vertices), 500 ns flushes (Fig. 9, Table 2)", "ssca2",
-    (NLP, NV, PHTM, PSTM), PRESET, params=SSCA2, threads=THREADS, quick_threads=QUICK_THREADS,
-    options={**_emul(True), "log_slots": log_sizes(TXS, WARMUP, 3.0)},
-    quick_options={"log_slots": log_sizes(QUICK_TXS, QUICK_WARMUP, 3.0)},
-    txs=TXS, warmup=WARMUP, quick_txs=QUICK_TXS, quick_warmup=QUICK_WARMUP,
-    source="Fig. 9, Table 2",
-    figures=(Figure("fig9-ssca2", "SSCA2 (Fig. 9)", x="threads", y="throughput",
-                    xlabel="threads", ylabel="throughput (Mtx/s)", yscale=1e-6,
-                    panels="workload", order=(NLP, NV, PHTM, PSTM)),))
-"""Two words and a marker a transaction: the log slots of :func:`log_sizes`."""
+"""STAMP's SSCA2 at ``-s20``: 2**20 vertices (:mod:`pmsim.workloads.ssca2`); two words and a
+marker a transaction."""
 VACATION = {"high": {"queries": 4, "query_pct": 60.0, "user_pct": 90.0},
             "low": {"queries": 2, "query_pct": 90.0, "user_pct": 98.0}}
 """STAMP's Vacation-High (``-n4 -q60 -u90``) and -Low (``-n2 -q90 -u98``)."""
@@ -345,24 +337,12 @@ VACATION_SLOTS = {"high": 7.5, "low": 6.0}
 """Log slots of an average Vacation transaction (NV-HTM NLP's writes with the marker, measured
 on pmsim's Vacation): only the 85% and 10x log sizes use them."""
 
-
-def _vacation(key: str) -> Experiment:
-    name = f"fig9-vacation-{key}"
-    return Experiment(
-        name, f"STAMP Vacation-{key.title()}, 500 ns flushes (Fig. 9, Table 2)", "vacation",
-        (NLP, NV, PHTM, PSTM), PRESET,
-        params={**VACATION[key], "relations": VACATION_RELATIONS}, threads=THREADS,
-        quick_threads=QUICK_THREADS,
-        options={**_emul(True), "log_slots": log_sizes(TXS, WARMUP, VACATION_SLOTS[key])},
-        quick_options={"log_slots": log_sizes(QUICK_TXS, QUICK_WARMUP, VACATION_SLOTS[key])},
-        txs=TXS, warmup=WARMUP, quick_txs=QUICK_TXS, quick_warmup=QUICK_WARMUP,
-        source="Fig. 9, Table 2",
-        figures=(Figure(name, f"Vacation-{key.title()} (Fig. 9)", x="threads", y="throughput",
-                        xlabel="threads", ylabel="throughput (Mtx/s)", yscale=1e-6,
-                        panels="workload", order=(NLP, NV, PHTM, PSTM)),))
-
-
-FIG9 = (_kmeans("high"), _kmeans("low"), FIG9_SSCA2, _vacation("high"), _vacation("low"))
+FIG9 = (*(_stamp(f"fig9-kmeans-{k}", f"Kmeans-{k.title()} ({n} clusters)", "kmeans",
+                 {"clusters": n}, KMEANS_SLOTS) for k, n in KMEANS.items()),
+        _stamp("fig9-ssca2", "SSCA2 (2^20 vertices)", "ssca2", SSCA2, 3.0),
+        *(_stamp(f"fig9-vacation-{k}", f"Vacation-{k.title()}", "vacation",
+                 {**VACATION[k], "relations": VACATION_RELATIONS}, VACATION_SLOTS[k])
+          for k in VACATION))
 EXPERIMENTS = (FIG4_HIGH, FIG4_LOW, *FIG4_HT, FIG5_HIGH, FIG5_LOW, FIG6, FIG7, FIG8, *FIG9,
                *FIG10)
 
