@@ -9,38 +9,28 @@ from typing import Any
 import pytest
 
 import crashfuzz
-from pmsim import preset
 from pmsim.errors import ConfigError
 from pmsim.workloads import Kmeans, Session
 from pmsim.workloads.kmeans import CLAIM, FIXED_ONE, POINT
 
+from . import stamp
+
 SMALL = {"clusters": 3, "features": 4, "chunk": 2}
 
 
-def session(runtime: str, threads: int, txs: int = 24, seed: int = 1, pre: str = "nvhtm-xeon",
-            **params: Any) -> Session:
-    cfg = preset(pre).replace(cores=max(threads, 2))
-    return Session.create(runtime, "kmeans", cfg, threads=threads, seed=seed, txs=txs,
-                          params={**SMALL, **params})
+def session(runtime: str, threads: int, txs: int = 24, **params: Any) -> Session:
+    return stamp.session("kmeans", SMALL, runtime, threads, txs, **params)
 
 
 @pytest.mark.parametrize("threads", [1, 4])
-@pytest.mark.parametrize("runtime", ["undo", "redo", "cow", "nvhtm", "nvhtm-nlp", "phtm",
-                                     "pstm", "htm"])
+@pytest.mark.parametrize("runtime", stamp.RUNTIMES)
 def test_matches_reference_and_recovers(runtime: str, threads: int) -> None:
     s = session(runtime, threads)
-    s.run(24)
-    rt, wl = s.runtime, s.workload
-    assert rt.commits == 24 * threads
-    assert wl.app_data(rt) == wl.expected(rt.commit_order)
-    lens, sums, index = wl.app_data(rt)
-    points = sum(1 for op in wl.executed.values() if op[0] == POINT)
-    claims = sum(1 for op in wl.executed.values() if op[0] == CLAIM)
+    lens, sums, index = stamp.run_checked(s, runtime, 24, threads)
+    points = sum(1 for op in s.workload.executed.values() if op[0] == POINT)
+    claims = sum(1 for op in s.workload.executed.values() if op[0] == CLAIM)
     assert sum(lens) == points and index == claims * SMALL["chunk"]
     assert points == 2 * claims  # chunk 2: two points, then a claim, eight times a thread
-    if runtime != "htm":
-        rec = s.recover(s.machine.pm_image())
-        assert rec.errors == [] and rec.data == wl.expected(rt.commit_order)
 
 
 def test_ops_follow_stamp_chunks() -> None:
@@ -102,14 +92,11 @@ def test_bad_parameters(params: dict[str, Any], match: str) -> None:
 
 @pytest.mark.parametrize("runtime", ["nvhtm", "undo"])
 def test_crash_fuzzing(runtime: str) -> None:
-    rep = crashfuzz.fuzz(runtime=runtime, workload="kmeans", threads=2, txs=3,
-                         budget=4096, samples=16, idempotence=1, depth_runs=1)
+    rep = stamp.fuzz(runtime, "kmeans")
     assert rep.ok, crashfuzz.format_report(rep)
 
 
 @pytest.mark.parametrize("mutant", ["nvhtm:M1", "nvhtm:M2", "nvhtm:M7"])
 def test_crash_fuzzing_catches_nvhtm_mutants(mutant: str) -> None:
     """The same campaign fails on NV-HTM with a persist step dropped (it can fail)."""
-    rep = crashfuzz.fuzz(runtime=mutant, workload="kmeans", threads=2, txs=3,
-                         budget=4096, samples=16, idempotence=1, depth_runs=1)
-    assert not rep.ok
+    assert not stamp.fuzz(mutant, "kmeans").ok

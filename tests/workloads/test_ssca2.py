@@ -8,33 +8,23 @@ from typing import Any
 import pytest
 
 import crashfuzz
-from pmsim import preset
 from pmsim.errors import ConfigError
 from pmsim.workloads import Session, Ssca2
+
+from . import stamp
 
 SMALL = {"vertices": 512, "max_cluster": 3}
 
 
 def session(runtime: str, threads: int, txs: int = 30, **params: Any) -> Session:
-    cfg = preset("nvhtm-xeon").replace(cores=max(threads, 2))
-    return Session.create(runtime, "ssca2", cfg, threads=threads, seed=1, txs=txs,
-                          params={**SMALL, **params})
+    return stamp.session("ssca2", SMALL, runtime, threads, txs, **params)
 
 
 @pytest.mark.parametrize("threads", [1, 4])
-@pytest.mark.parametrize("runtime", ["undo", "redo", "cow", "nvhtm", "nvhtm-nlp", "phtm",
-                                     "pstm", "htm"])
+@pytest.mark.parametrize("runtime", stamp.RUNTIMES)
 def test_matches_reference_and_recovers(runtime: str, threads: int) -> None:
-    s = session(runtime, threads)
-    s.run(30)
-    rt, wl = s.runtime, s.workload
-    assert rt.commits == 30 * threads
-    data = wl.app_data(rt)
-    assert data == wl.expected(rt.commit_order)
+    data = stamp.run_checked(session(runtime, threads), runtime, 30, threads)
     assert sum(d for d, _ in data) == 30 * threads  # 512 vertices, 3 slots: none fills here
-    if runtime != "htm":
-        rec = s.recover(s.machine.pm_image())
-        assert rec.errors == [] and rec.data == wl.expected(rt.commit_order)
 
 
 def test_a_full_vertex_takes_no_more_edges() -> None:
@@ -75,6 +65,5 @@ def test_bad_parameters(params: dict[str, Any], match: str) -> None:
 
 @pytest.mark.parametrize("runtime, ok", [("nvhtm", True), ("undo", True), ("nvhtm:M1", False)])
 def test_crash_fuzzing(runtime: str, ok: bool) -> None:
-    rep = crashfuzz.fuzz(runtime=runtime, workload="ssca2", threads=2, txs=3,
-                         budget=4096, samples=16, idempotence=1, depth_runs=1)
+    rep = stamp.fuzz(runtime, "ssca2")
     assert rep.ok is ok, crashfuzz.format_report(rep)

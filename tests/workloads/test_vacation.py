@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 import crashfuzz
-from pmsim import preset
 from pmsim.errors import ConfigError
 from pmsim.workloads import Session, Vacation
 from pmsim.workloads.vacation import (
@@ -22,29 +21,21 @@ from pmsim.workloads.vacation import (
     unpack,
 )
 
+from . import stamp
+
 SMALL = {"relations": 48, "queries": 4, "query_pct": 60.0, "user_pct": 80.0}
 
 
 def session(runtime: str, threads: int, txs: int = 40, **params: Any) -> Session:
-    cfg = preset("nvhtm-xeon").replace(cores=max(threads, 2))
-    return Session.create(runtime, "vacation", cfg, threads=threads, seed=1, txs=txs,
-                          params={**SMALL, **params})
+    return stamp.session("vacation", SMALL, runtime, threads, txs, **params)
 
 
 @pytest.mark.parametrize("threads", [1, 4])
-@pytest.mark.parametrize("runtime", ["undo", "redo", "cow", "nvhtm", "nvhtm-nlp", "phtm",
-                                     "pstm", "htm"])
+@pytest.mark.parametrize("runtime", stamp.RUNTIMES)
 def test_matches_reference_and_recovers(runtime: str, threads: int) -> None:
     s = session(runtime, threads)
     before = s.workload.app_data(s.runtime)
-    s.run(40)
-    rt, wl = s.runtime, s.workload
-    assert rt.commits == 40 * threads
-    after = wl.app_data(rt)
-    assert after == wl.expected(rt.commit_order) and after != before
-    if runtime != "htm":
-        rec = s.recover(s.machine.pm_image())
-        assert rec.errors == [] and rec.data == wl.expected(rt.commit_order)
+    assert stamp.run_checked(s, runtime, 40, threads) != before
 
 
 def test_the_client_draws_stamps_mix() -> None:
@@ -111,7 +102,5 @@ def test_bad_parameters(params: dict[str, Any], match: str) -> None:
 
 @pytest.mark.parametrize("runtime, ok", [("nvhtm", True), ("undo", True), ("nvhtm:M1", False)])
 def test_crash_fuzzing(runtime: str, ok: bool) -> None:
-    rep = crashfuzz.fuzz(runtime=runtime, workload="vacation", threads=2, txs=3,
-                         budget=4096, samples=16, idempotence=1, depth_runs=1,
-                         stop_at_first=not ok)
+    rep = stamp.fuzz(runtime, "vacation", stop_at_first=not ok)
     assert rep.ok is ok, crashfuzz.format_report(rep)
