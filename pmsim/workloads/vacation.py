@@ -35,11 +35,10 @@ import numpy as np
 
 from ..config import check_types, param
 from ..errors import ConfigError
-from ..runtimes.base import Runtime
 from ..runtimes.layout import PMSpec, StaticArray
 from .base import Model, check_range, register_workload
 from .rbtree import KEY, LEFT, RIGHT, VALUE, RBTree
-from .structures import DELETE, INIT_STREAM, INSERT, Nodes, rb_height
+from .structures import DELETE, INIT_STREAM, INSERT, Nodes
 
 RESERVE, DELETE_CUSTOMER, UPDATE = 100, 101, 102
 """First element of a client op (an initial insert is ``((INSERT, table, id, value),)``)."""
@@ -261,12 +260,6 @@ class Vacation(RBTree):
             "tree tables (cars, flights, rooms, customers)")
     fuzz_params = {"relations": 4, "queries": 2, "query_pct": 100.0, "user_pct": 60.0}
 
-    def instances(self) -> int:
-        return len(TABLES)
-
-    def objects_per_op(self) -> int:
-        return 2 * (rb_height(self.p.keys) + 1) + 6
-
     def spec(self) -> PMSpec:
         p = self.p
         obj = self.objects_per_op() * (p.queries + 1) + 4
@@ -274,9 +267,6 @@ class Vacation(RBTree):
                       heap=((self.node_words, self.node_words, self.max_nodes()),),
                       max_tx_writes=obj, max_tx_words=obj * self.node_words,
                       max_tx_allocs=p.queries + 1, max_tx_objects=obj, conservative_log=True)
-
-    def nlocks(self) -> int:
-        return len(TABLES) if self.threads > 1 else 0
 
     def locks_of(self, op: Any) -> list[int]:
         return list(range(len(TABLES)))
@@ -338,9 +328,6 @@ class Vacation(RBTree):
         """A record's words as they are (no torn-value check: records are edited field by
         field)."""
         return tuple(vals)
-
-    def read_data(self, rt: Runtime) -> Hashable:
-        return tuple(tuple(its) for its in self._walk_all(rt)[1])
 
 
 __all__ = ["TABLES", "Vacation", "VacationParams"]
