@@ -1,7 +1,7 @@
 """Workloads written once against the runtime object API, each with a sequential reference
 model: Array, Array-RAW, Alloc-X, KV, Bank (Marathe et al.), and the other papers' hash table,
 hash map, B+-tree, red-black and AVL trees, queues, swaps, TPC-C-, TATP- and YCSB-like mixes,
-and STAMP's K-means, SSCA2 and Vacation (NV-HTM).
+and STAMP's Intruder, K-means, SSCA2 and Vacation (NV-HTM).
 
 ``get_workload(name)(threads=..., seed=..., **params)`` builds one; :class:`Session` wires a
 machine, a runtime and a workload together for runs and recovery.
@@ -19,6 +19,7 @@ from .btree import BTree
 from .empty import Empty
 from .hashmap import HashMap
 from .hashtable import HashTable
+from .intruder import Intruder
 from .kmeans import Kmeans
 from .kv import KV
 from .queue import Queue
@@ -34,4 +35,5 @@ from .ycsb import YCSB, Zipfian
 __all__ = ["KV", "WORKLOADS", "AllocX", "Array", "ArrayRAW", "Bank", "Model", "Recovered",
            "Session", "Workload", "get_workload", "register_workload"]
 __all__ += ["SPS", "TATP", "TPCC", "YCSB", "Queue", "Swap", "Zipfian"]
-__all__ += ["AVL", "BigTx", "BTree", "Empty", "HashMap", "HashTable", "Kmeans", "RBTree", "Ssca2", "Vacation"]
+__all__ += ["AVL", "BigTx", "BTree", "Empty", "HashMap", "HashTable", "Intruder", "Kmeans", "RBTree",
+            "Ssca2", "Vacation"]

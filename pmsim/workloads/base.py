@@ -298,6 +298,7 @@ BUILTIN: tuple[str, ...] = (
     "empty",
     "hashmap",
     "hashtable",
+    "intruder",
     "kmeans",
     "kv",
     "list",

@@ -73,7 +73,7 @@ def test_paper_is_registered_with_every_claim() -> None:
     assert [c.id for c in p.claims] == [f"N{i}" for i in range(1, 19)]
     out = {c.id for c in p.claims if c.status == "out of reach"}
     assert out == set()
-    assert len(p.points(quick=True)) < 200  # Fig. 9's Kmeans, SSCA2, Vacation: 60 points
+    assert len(p.points(quick=True)) < 210  # Fig. 9's Intruder, Kmeans, SSCA2, Vacation: 72
 
 
 # -- synthetic rows --------------------------------------------------------------------------------
@@ -107,7 +107,7 @@ def world(**k: float) -> list[dict[str, Any]]:
     """Paper-like rows; each keyword scales one quantity."""
     g = {"nv": 1.0, "phtm": 1.0, "pstm": 1.0, "prune": 1.0, "fnf": 1.0, "rate": 1.0,
          "cap": 1.0, "lc": 1.0, "htm": 1.0, "wf": 1.0, "ht": 1.0, "kphtm": 1.0, "kprune": 1.0,
-         "kwf": 1.0, "vpstm": 1.0, **k}
+         "kwf": 1.0, "vpstm": 1.0, "iphtm": 1.0, "irate": 1.0, **k}
     rows: list[dict[str, Any]] = []
     for exp, hi in (("fig4-high", 1), ("fig4-low", 0)):
         for th in (1, 14):  # the paper's physical cores: N1 needs them
@@ -153,12 +153,14 @@ def world(**k: float) -> list[dict[str, Any]]:
         rows += [_row("fig8-lc", "nvhtm-nlp", th, 10.0 * th, rate=0.01),
                  _row("fig8-lc", "nvhtm-lc", th, 5.0 * th, rate=0.7 * g["lc"])]
     shapes = {  # NV-HTM over PSTM and PHTM (Fig. 9, N12-N13), 10x against NLP (N14)
-        "Kmeans-High": (4.0, 4.0, 1.0), "Kmeans-Low": (4.0, 6.0, 1.0), "SSCA2": (2.0, 2.0, 1.0),
+        "Intruder": (1.5, 2.0 * g["iphtm"], 0.93), "Kmeans-High": (4.0, 4.0, 1.0),
+        "Kmeans-Low": (4.0, 6.0, 1.0), "SSCA2": (2.0, 2.0, 1.0),
         "Vacation-High": (1.4, 2.5, 1.0), "Vacation-Low": (1 / 1.3 * g["vpstm"], 2.0, 0.8)}
-    for exp, label in paper.STAMP_RUNS:  # Fig. 9, Table 2: Kmeans, SSCA2, Vacation
+    for exp, label in paper.STAMP_RUNS:  # Fig. 9, Table 2: Intruder, Kmeans, SSCA2, Vacation
         over_stm, over_htm, ten = shapes[label]
         t2 = paper.TABLE2[label]
-        for th in (1, 14):
+        intruder = label == "Intruder"  # N13 reads its 4-thread point: PHTM aborts 9x more
+        for th in ((1, 4, 14) if intruder else (1, 14)):
             nv = 10.0 * th
             w10, f10 = t2["10x"]
             rows += [_row(exp, "nvhtm-nlp", th, nv, 500, wf=t2["nvhtm-nlp"]),
@@ -166,7 +168,8 @@ def world(**k: float) -> list[dict[str, Any]]:
                      _row(exp, "nvhtm", th, nv, 500, wf=t2["nvhtm-nlp"]),
                      _row(exp, "nvhtm", th, nv * ten * g["kprune"], 50,
                           wf=(w10 * g["kwf"], f10)),
-                     _row(exp, "phtm", th, nv / over_htm * g["kphtm"], wf=t2["phtm"]),
+                     _row(exp, "phtm", th, nv / over_htm * g["kphtm"], wf=t2["phtm"],
+                          rate=0.9 * g["irate"] if intruder else 0.1),
                      _row(exp, "pstm", th, nv / over_stm, wf=t2["pstm"])]
     for key, gap in (("a", 0.05), ("b", 0.10)):
         exp = f"fig10-tpcc-{key}"
@@ -208,6 +211,14 @@ def test_each_predicate_can_differ_and_says_why(cid: str) -> None:
     b = _board(world(**KNOBS[cid]))[cid]
     assert b["verdict"] == "differs", (cid, b["measured"])
     assert b["explanation"].strip()
+
+
+@pytest.mark.parametrize("knob", [{"iphtm": 0.4}, {"irate": 0.3}])
+def test_n13_reads_intruder_at_four_threads(knob: dict[str, float]) -> None:
+    """PHTM's 9x aborts and NV-HTM's 2x on Intruder at 4 threads: each can fail alone."""
+    b = _board(world(**knob))["N13"]
+    assert b["verdict"] == "differs"
+    assert "Intruder" in b["explanation"], b["explanation"]
 
 
 def test_table1_predicates_differ_when_counts_move() -> None:
