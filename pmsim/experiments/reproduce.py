@@ -516,7 +516,8 @@ def merge_results(doc: dict[str, Any], other: Mapping[str, Any], where: str) -> 
             del doc["explain"][name]  # counterfactuals of the replaced rows would be stale
     doc["papers"] = _in_registry_order(doc["papers"])
     cmd = str(mo.get("command", "?")).replace(f"--out={mo.get('out')}", "--out=OTHER")
-    m["command"] = f"{m['command']}; {cmd}; pmsim table {m.get('out')} --merge OTHER --write"
+    step = f"; {cmd}; pmsim table {m.get('out')} --merge OTHER --write"
+    m["command"] = str(m["command"]).replace(step, "") + step  # a rerun supersedes its step
     m["seconds"] = float(m.get("seconds", 0.0)) + float(mo.get("seconds", 0.0))
     return names + (["the unified comparison"] if other.get("unified") else [])
 

@@ -92,6 +92,9 @@ def test_table_merge_folds_another_run_in(tiny, tmp_path, capsys) -> None:
                         f"{before['out']} --merge OTHER --write")
     assert "/elsewhere" not in cmd and merged["meta"]["seconds"] == before["seconds"] + 5.0
     assert "| M13 |" in (base / "results.md").read_text()
+    assert main(["table", str(base), "--merge", str(other), "--write"]) == 0
+    again = json.loads((base / "results.json").read_text())["meta"]["command"]
+    assert again == cmd  # the same rerun merged twice is named once
 
 
 @pytest.mark.parametrize("meta, msg", [({"scale": "full"}, "its scale is 'full'"),
