@@ -20,10 +20,11 @@ remainder), and all packets are shuffled. Every thread's transactions cycle thro
 kinds, so they are a third each.
 
 What pmsim leaves out: the stream holds as many flows as the run needs (``flows``: by default
-just enough packets for every get of the run, so that the run processes the whole shuffled
-stream as STAMP does and almost every flow is reassembled; STAMP's ``-n262144`` would leave
-nearly every flow unfinished in a run of pmsim's length), so the map holds hundreds of flows
-rather than STAMP's hundreds of thousands and its tree is shallower. Attack flows (STAMP's
+exactly one packet for every get of the run, the last flow's fragment count cut to fit, so
+that the run drains the shuffled stream and reassembles every flow as STAMP does; STAMP's
+``-n262144`` would leave nearly every flow unfinished in a run of pmsim's length: a flow is
+complete only when its last fragment, spread over the whole stream, arrives), so the map holds
+hundreds of flows rather than STAMP's hundreds of thousands and its tree is shallower. Attack flows (STAMP's
 ``-a10``: 10% are dictionary signatures) are drawn like the others, and the detector that scans
 a reassembled flow outside the transactions is not run (STAMP frees the data after it). A
 flow's list header (head and size) lives in its map node instead of a list object of its own,
@@ -74,8 +75,8 @@ def flow_words(flow: int, nbytes: int) -> list[int]:
 @dataclass(frozen=True)
 class IntruderParams:
     max_length: int = param(128, "bytes", "longest flow data (STAMP -l; the '++' input: 128)")
-    flows: int = param(0, "flows", "flows in the stream; 0: just enough packets for every get "
-                       "of the run (STAMP -n262144, see the module's notes)")
+    flows: int = param(0, "flows", "flows in the stream; 0: a packet for every get of the "
+                       "run (STAMP -n262144, see the module's notes)")
     capacity: int = param(1024, "slots", "slots of the decoded queue (STAMP: 1024); must "
                           "exceed the threads")
 
@@ -110,14 +111,19 @@ class IntruderParams:
 def generate(seed: int, flows: int, max_length: int, packets: int | None
              ) -> tuple[list[tuple[int, int, int, int]], list[int]]:
     """STAMP's stream: the packet headers in flow order and the shuffled queue of their
-    indices. ``flows`` flows, or (``packets`` given) flows until there are that many packets."""
+    indices. ``flows`` flows, or (``packets`` given) flows until there are exactly that many
+    packets: the last flow's fragment count is cut to fit (its length raised to at least one
+    byte a fragment)."""
     rng = np.random.default_rng([seed, INIT_STREAM])
     heads: list[tuple[int, int, int, int]] = []
     f = 0
-    while (f < flows) if packets is None else (len(heads) < packets or f == 0):
+    while (f < flows) if packets is None else len(heads) < max(packets, 1):
         f += 1
         length = int(rng.integers(1, max_length + 1))
         n = int(rng.integers(1, length + 1))
+        if packets is not None and len(heads) + n > packets:
+            n = packets - len(heads)
+            length = max(length, n)
         size = length // n
         for p in range(n):
             heads.append((f, p, n, size + (length % n if p == n - 1 else 0)))

@@ -336,9 +336,9 @@ VACATION_RELATIONS = 1 << 15
 VACATION_SLOTS = {"high": 7.5, "low": 6.0}
 """Log slots of an average Vacation transaction (NV-HTM NLP's writes with the marker, measured
 on pmsim's Vacation): only the 85% and 10x log sizes use them."""
-INTRUDER_SLOTS = 2.9
-"""Log slots of an average Intruder transaction (NV-HTM NLP's writes with the marker, measured
-on pmsim's Intruder with STAMP's ``-l128`` stream: 2.905)."""
+INTRUDER_SLOTS = 3.3
+"""Log slots of an average Intruder transaction (NV-HTM NLP's entries with the marker, measured
+on pmsim's Intruder with STAMP's ``-l128`` stream: 3.332)."""
 
 FIG9 = (*(_stamp(f"fig9-kmeans-{k}", f"Kmeans-{k.title()} ({n} clusters)", "kmeans",
                  {"clusters": n}, KMEANS_SLOTS) for k, n in KMEANS.items()),
