@@ -61,7 +61,7 @@ from pmsim.watchdog import MIN_OPS, OPS_FACTOR, SECONDS, Hang, Watchdog, bounded
 from pmsim.workloads.base import Workload, build_workload, fuzz_defaults, get_workload
 from pmsim.workloads.base import WorkloadArg as WorkloadArg
 from pmsim.workloads.base import reference as workload_reference
-from pmsim.workloads.session import Session
+from pmsim.workloads.session import Session, run_progress
 
 from .classes import ReadClasses
 from .model import image_hash
@@ -1633,8 +1633,9 @@ def _crash_free_problem(s: Session, recover: Callable[[np.ndarray], tuple[Any, H
 
 
 def _finished(rt: Runtime) -> Callable[[], int]:
-    """The progress count of runs on ``rt``: transactions committed or aborted."""
-    return lambda: len(rt.commit_order) + rt.aborts
+    """The progress count of runs on ``rt``: transactions committed or aborted, and the
+    background threads' finished work."""
+    return run_progress(rt)
 
 
 def _caught(e: BaseException) -> bool:

@@ -360,6 +360,13 @@ class Experiment:
         return {k: v for k, v in opts.items() if k in can}
 
 
+POINT_STALL_SECONDS = 600.0
+"""CPU seconds a paper's sweep point may run with no transaction and no background work
+finished before it is stopped as stuck: pmsim's own protocols at the papers' scale, where one
+checkpoint of NV-HTM's FNF variant at 27 threads (every worker waiting for log space) was
+measured at 71 s; a run's default bound (30 s) is for user code under development."""
+
+
 def measure(point: Mapping[str, Any]) -> dict[str, Any]:
     """Run one point (see :meth:`Experiment.points`) and return its row: the point's labels,
     the workload parameters as columns, and the figures of
@@ -382,7 +389,7 @@ def measure(point: Mapping[str, Any]) -> dict[str, Any]:
         runtime = with_options(runtime, opts)
     r = run_experiment(runtime, point["workload"], cfg, threads=threads,
                        txs=int(point.get("txs", 100)), warmup=int(point.get("warmup", 0)),
-                       seed=point.get("seed"), params=params)
+                       seed=point.get("seed"), params=params, stall_seconds=POINT_STALL_SECONDS)
     gc.collect()  # the run's machine sits in reference cycles with its big arrays: free it now
     row = r.row()
     row.pop("params", None)

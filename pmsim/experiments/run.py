@@ -166,12 +166,13 @@ def run_experiment(runtime: str | type | Mutant, workload: WorkloadArg,
                    config: MachineConfig | str | None = None, threads: int = 1, txs: int = 1000,
                    warmup: int = 0, seed: int | None = None,
                    params: Mapping[str, Any] | None = None, costs: RuntimeCosts | None = None,
-                   backend: str | None = None) -> RunResult:
+                   backend: str | None = None, stall_seconds: float | None = None) -> RunResult:
     """Run ``warmup`` then ``txs`` transactions per thread; measure the second phase.
 
     ``runtime`` and ``workload`` take every form :meth:`Session.create` takes (names, import
     paths ``"file.py:Class"``, classes, a workload instance); the result records names or
-    import paths, and for an instance its non-default parameters."""
+    import paths, and for an instance its non-default parameters. ``stall_seconds``: the
+    runs' stall bound (:meth:`Session.run`; default its own)."""
     from .. import __version__
 
     cfg = _config(config)
@@ -191,7 +192,7 @@ def run_experiment(runtime: str | type | Mutant, workload: WorkloadArg,
     workload = _label(workload, workload_reference)
     m, rt = s.machine, s.runtime
     if warmup:
-        s.run(warmup)
+        s.run(warmup, stall_seconds)
     before = total(m.stats())
     workers = m.cpus[:threads]
     t0 = max(c.clock for c in workers)
@@ -199,7 +200,7 @@ def run_experiment(runtime: str | type | Mutant, workload: WorkloadArg,
     n_lat, n_ack, c0, a0 = len(rt.latencies), len(acks), rt.commits, rt.aborts
     k0 = rt.counters()
     wall = time.perf_counter()
-    s.run(txs)
+    s.run(txs, stall_seconds)
     wall = time.perf_counter() - wall
     after = total(m.stats())
 

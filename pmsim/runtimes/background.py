@@ -57,6 +57,12 @@ class BackgroundThreads:
     def start_threads(self) -> None:
         """Start the runtime's background threads (default: none)."""
 
+    def background_progress(self) -> int:
+        """A count of the work the background threads have finished (default: 0). The stall
+        watchdog of a run counts it with the commits: while workers wait for a background
+        thread (NV-HTM's workers for log space) the run still progresses."""
+        return 0
+
     @property
     def background(self) -> list[BackgroundThread]:
         """The background threads started and not yet stopped."""

@@ -11,7 +11,7 @@ This is what tests, the CLI and the crash fuzzer share::
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,13 @@ class Recovered:
     data: Hashable
     errors: list[str]
 
+
+
+def run_progress(rt: Runtime) -> Callable[[], int]:
+    """The progress count a run's stall bound watches: transactions committed or aborted, and
+    the work the runtime's background threads have finished (a worker waiting for a
+    checkpoint is not stuck while the checkpointer works)."""
+    return lambda: len(rt.commit_order) + rt.aborts + rt.background_progress()
 
 class Session:
     """One run of a workload on a runtime."""
@@ -81,8 +88,9 @@ class Session:
     def run(self, txs: int, stall_seconds: float | None = None) -> None:
         """Run ``txs`` transactions on every thread to completion (with the runtime's
         background threads, stopped once the workers are done). A run that finishes no
-        transaction for ``stall_seconds`` (default :data:`STALL_SECONDS`) of CPU time (a loop
-        in a body that never ends) stops with a :class:`~pmsim.usercode.UserCodeError` naming
+        transaction and whose background threads finish no work (``background_progress``)
+        for ``stall_seconds`` (default :data:`STALL_SECONDS`) of CPU time (a loop in a body
+        that never ends) stops with a :class:`~pmsim.usercode.UserCodeError` naming
         the loop's line, unless the caller bounds it itself (:func:`pmsim.watchdog.bounded`)."""
         wl, rt = self.workload, self.runtime
         stall_seconds = STALL_SECONDS if stall_seconds is None else stall_seconds
@@ -91,11 +99,12 @@ class Session:
             run_threads(rt, threads)
             return
         try:
-            with bounded(stall_seconds, lambda: len(rt.commit_order) + rt.aborts):
+            with bounded(stall_seconds, run_progress(rt)):
                 run_threads(rt, threads)
         except Hang as h:
             raise hang_error(h, f"running {txs} transactions per thread of {wl.name} on "
-                             f"{rt.name}", f"no transaction finished within {stall_seconds:g} s "
+                             f"{rt.name}", f"no transaction or background work finished within "
+                             f"{stall_seconds:g} s "
                              "of CPU time") from h
 
     def check(self) -> bool:

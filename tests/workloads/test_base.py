@@ -5,10 +5,13 @@ from __future__ import annotations
 import pytest
 
 from crashfuzz.campaign import FUZZ_PARAMS
-from pmsim.errors import ConfigError, UnknownNameError
+from pmsim import watchdog
+from pmsim.errors import ConfigError, PmsimError, UnknownNameError
+from pmsim.runtimes.registry import get_runtime
 from pmsim.workloads import Session, Workload
 from pmsim.workloads.array import Array, ArrayRAW
 from pmsim.workloads.base import build_workload, fuzz_defaults, non_default_params, reference
+from pmsim.workloads.empty import Empty
 from pmsim.workloads.kv import KV
 
 
@@ -82,3 +85,33 @@ def test_reference_and_non_default_params() -> None:
     assert reference(KV) == ("kv", "")
     assert reference(MyArray) == (f"{__name__}:MyArray", "")
     assert non_default_params(KV(keys=8)) == {"keys": 8}
+
+
+class _SlowFirst(Empty):
+    """A body that runs a second of CPU time before its first commit (ticks of the
+    watchdog's CPU timer, not wall-clock time)."""
+
+    def body(self, tx: object, op: object) -> bool:
+        if not self.executed or len(self.executed) == 1:
+            t0 = watchdog._ticks
+            while watchdog._ticks - t0 < 20:
+                pass
+        return True
+
+
+def test_a_run_whose_background_threads_progress_is_not_a_stall() -> None:
+    """The stall bound counts the background threads' finished work with the commits: a
+    worker kept waiting while a background thread works (NV-HTM's workers for a checkpoint) is
+    not stuck; the same wait with no background work is."""
+    undo = get_runtime("undo")
+
+    class Working(undo):  # type: ignore[misc, valid-type]
+        calls = 0
+
+        def background_progress(self) -> int:
+            Working.calls += 1
+            return Working.calls
+
+    Session.create(Working, _SlowFirst, threads=1, txs=2).run(2, stall_seconds=0.3)
+    with pytest.raises(PmsimError, match=r"within 0\.3 s of CPU time"):
+        Session.create(undo, _SlowFirst, threads=1, txs=2).run(2, stall_seconds=0.3)

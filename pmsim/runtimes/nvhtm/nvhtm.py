@@ -442,6 +442,7 @@ class NvHtmRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
         self._begin_ts = [INF] * t
         self.ack_latencies: list[float] = []
         self._progress = 0
+        self._replayed = 0  # words the checkpointer has stored (the stall watchdog's progress)
         self._reset_volatile()
 
     def _ws_base(self, dram_next: int) -> int:
@@ -800,6 +801,11 @@ class NvHtmRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
         self._write(tx, word, [old | mask if allocated else old & ~mask])
 
     # -- the checkpointer -------------------------------------------------------------------------
+    def background_progress(self) -> int:
+        """Words the checkpointer has replayed: a long checkpoint, with every worker waiting for
+        log space, is progress."""
+        return self._replayed
+
     def start_threads(self) -> None:
         tid = 0 if self.cp_shares_core else self.layout.threads
         self.spawn_background("checkpointer", tid, self._cp_loop)
@@ -915,6 +921,7 @@ class NvHtmRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
                         seen.add(k)
                     st(a, v)
                     n += 1
+                    self._replayed += 1
                     line = a & ~(LINE - 1)
                     lines[line] = None
                     every.append(line)
