@@ -362,9 +362,10 @@ class Experiment:
 
 POINT_STALL_SECONDS = 600.0
 """CPU seconds a paper's sweep point may run with no transaction and no background work
-finished before it is stopped as stuck: pmsim's own protocols at the papers' scale, where one
-checkpoint of NV-HTM's FNF variant at 27 threads (every worker waiting for log space) was
-measured at 71 s; a run's default bound (30 s) is for user code under development."""
+finished before it is stopped as stuck: pmsim's own protocols at the papers' scale, where a
+27-thread run of NV-HTM's FNF variant (WPQ merging on) spent up to 71 s of CPU across one
+checkpoint, its workers polling for log space every 200 ns of the checkpoint's simulated
+flushes; a run's default bound (30 s) is for user code under development."""
 
 
 def measure(point: Mapping[str, Any]) -> dict[str, Any]:
