@@ -179,9 +179,7 @@ class Intruder(RBTree):
             raise ConfigError(f"workload 'intruder': capacity={p.capacity} decoded-queue slots "
                               f"for {self.threads} threads could fill up; use capacity > "
                               "threads")
-        gets = None if self.txs is None else self.threads * -(-self.txs // 3)
-        if p.flows:
-            gets = None
+        gets = None if p.flows or self.txs is None else self.threads * -(-self.txs // 3)
         self.heads, self.queue = generate(self.seed, p.flows or DEFAULT_FLOWS, p.max_length,
                                           gets)
         self.p = replace(p, flows=max(h[FLOW] for h in self.heads))
@@ -267,14 +265,7 @@ class Intruder(RBTree):
             return
         nodes = Nodes(tx, self.node_words)
         root = nodes.get(static("roots", 0), 1)
-        n = None
-        x = root[0]
-        while x:
-            yield from tx.pause()
-            n = nodes.get(x)
-            if n[0] == flow:
-                break
-            x, n = (n[1] if flow < n[0] else n[2]), None
+        n = yield from self.lookup(nodes, root, flow)
         if n is None:
             node = tx.alloc(2)
             tx.write_words(node, 0, [packet, 0])

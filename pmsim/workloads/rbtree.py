@@ -205,6 +205,19 @@ class RBTree(TreeWorkload):
         if cur:
             nodes.get(cur)[COLOR] = BLACK
 
+    def lookup(self, nodes: Nodes, root: list[int], key: int
+               ) -> Generator[Any, Any, list[int] | None]:
+        """The words of ``key``'s node (edited in place through ``nodes``), or None: a walk down
+        from ``root[0]`` that pauses before each node."""
+        x = root[0]
+        while x:
+            yield from nodes.tx.pause()
+            n = nodes.get(x)
+            if n[KEY] == key:
+                return n
+            x = n[LEFT] if key < n[KEY] else n[RIGHT]
+        return None
+
     def node_value(self, vals: list[int], where: str) -> Any:
         """The value a node's value words hold, checked whole (a torn value is an error)."""
         return check_value(vals, where)

@@ -37,7 +37,7 @@ from ..config import check_types, param
 from ..errors import ConfigError
 from ..runtimes.layout import PMSpec, StaticArray
 from .base import Model, check_range, register_workload
-from .rbtree import KEY, LEFT, RIGHT, VALUE, RBTree
+from .rbtree import VALUE, RBTree
 from .structures import DELETE, INIT_STREAM, INSERT, Nodes
 
 RESERVE, DELETE_CUSTOMER, UPDATE = 100, 101, 102
@@ -132,15 +132,7 @@ class _TreeStore(_Store):
         self.roots = [self.nodes.get(tx.rt.static("roots", t), 1) for t in range(len(TABLES))]
 
     def find(self, table: int, rid: int) -> Generator[Any, Any, list[int] | None]:
-        nodes = self.nodes
-        x = self.roots[table][0]
-        while x:
-            yield from nodes.tx.pause()
-            n = nodes.get(x)
-            if n[KEY] == rid:
-                return n
-            x = n[LEFT] if rid < n[KEY] else n[RIGHT]
-        return None
+        return (yield from self.wl.lookup(self.nodes, self.roots[table], rid))
 
     def put(self, table: int, rid: int, record: list[int]) -> Generator[Any, Any, None]:
         yield from self.wl.operate(self.nodes, self.roots[table], INSERT, rid, record)

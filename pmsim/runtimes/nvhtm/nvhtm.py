@@ -921,11 +921,11 @@ class NvHtmRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
                         seen.add(k)
                     st(a, v)
                     n += 1
-                    self._replayed += 1
                     line = a & ~(LINE - 1)
                     lines[line] = None
                     every.append(line)
             c.work(self.costs.copy_ns_per_byte * 16 * n)
+        self._replayed += n
         return (every if self.cp_mode == "fnf" else list(lines)), n
 
     def _truncate(self, cpu: Any, new: list[int], kind: int, prefix: str) -> None:
