@@ -58,7 +58,7 @@ from pmsim.trace import Ev, Trace
 from pmsim.usercode import hang_error, import_path, reraise, user_raised
 from pmsim.usercode import where as user_where
 from pmsim.watchdog import MIN_OPS, OPS_FACTOR, SECONDS, Hang, Watchdog, bounded, ops
-from pmsim.workloads.base import Workload, build_workload, fuzz_defaults, get_workload
+from pmsim.workloads.base import FINISHED, Workload, build_workload, fuzz_defaults, get_workload
 from pmsim.workloads.base import WorkloadArg as WorkloadArg
 from pmsim.workloads.base import reference as workload_reference
 from pmsim.workloads.session import Session, run_progress
@@ -882,6 +882,8 @@ class Campaign:
             model.apply(wl.executed[t])
         for _ in range(self.cfg.new_tx):
             op = trial.next_op(0, trial.rng(0))
+            if op is FINISHED:
+                break
             try:
                 with bounded(self.stall_seconds, _finished(rt)):
                     proc, = run_threads(rt, [(lambda cpu, op=op: trial.transaction(cpu, rt, op),
@@ -1160,6 +1162,8 @@ class Campaign:
         trial.resume(None if self.robust else order)
         for _ in range(self.cfg.depth_txs):
             op = trial.next_op(0, trial.rng(0))
+            if op is FINISHED:
+                break
             try:
                 with bounded(self.stall_seconds, _finished(rt)):
                     proc, = run_threads(rt, [(lambda cpu, op=op: trial.transaction(cpu, rt, op),

@@ -182,6 +182,14 @@ class Cpu:
         if self._get_clock() - m.env.now >= (m.quantum_ns if quantum_ns is None else quantum_ns):
             yield from self.sync()
 
+    def wait(self, event: simpy.Event) -> Generator[Any, Any, None]:
+        """Wait from this thread's current time for a SimPy event (a barrier's release); the
+        thread's clock moves to the time it fired."""
+        yield from self.sync()
+        yield event
+        if self.machine.env.now > self._get_clock():
+            self._set_clock(self.machine.env.now)
+
     def acquire(self, lock: simpy.Resource) -> Generator[Any, Any, Any]:
         """Take a lock (a SimPy resource) at this thread's current time; returns the request."""
         yield from self.sync()

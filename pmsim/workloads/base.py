@@ -46,6 +46,16 @@ from ..usercode import (
 MASK64 = (1 << 64) - 1
 
 
+class _Finished:
+    def __repr__(self) -> str:
+        return "FINISHED"
+
+
+FINISHED: Any = _Finished()
+"""What :meth:`Workload.next_op` returns when the thread's work is done (a workload of fixed
+work, as STAMP's Genome): the thread ends without running its remaining transactions."""
+
+
 class Model:
     """A workload's sequential reference model."""
 
@@ -120,6 +130,10 @@ class Workload:
     fuzz_params: ClassVar[Mapping[str, Any]] = {}
     """Small parameters the crash fuzzer uses unless FuzzConfig.params says otherwise (small
     transactions keep every crash point's state space enumerable); inherited by subclasses."""
+    gated: ClassVar[bool] = False
+    """True if threads wait at points between transactions (barriers between phases): the
+    thread body then calls :meth:`gate` before drawing each transaction and :meth:`leave` when
+    the thread stops."""
     body_locks: ClassVar[bool] = False
     """True if the body takes its own locks (``yield from tx.lock(i)`` / ``tx.unlock(i)``, e.g.
     hand over hand). On a runtime with ``lock_coupling`` they are then the only locks; on the
@@ -159,6 +173,14 @@ class Workload:
     def next_op(self, tid: int, rng: np.random.Generator) -> Any:
         """The parameters of thread ``tid``'s next transaction (a hashable tuple)."""
         raise NotImplementedError
+
+    def gate(self, cpu: Any, rt: Runtime, tid: int) -> Generator[Any, Any, None]:
+        """Wait, if the workload must, before thread ``tid`` draws its next transaction (only
+        called when ``gated``)."""
+        yield from ()
+
+    def leave(self, tid: int) -> None:
+        """Thread ``tid`` stopped (only called when ``gated``)."""
 
     def locks_of(self, op: Any) -> Iterable[int]:
         """The indices of the application locks a lock-based runtime takes for ``op``."""
@@ -242,20 +264,30 @@ class Workload:
         rng = self.rng(tid)
         work = rt.m.config.costs.tx_work_ns
         sched = rt.m.schedule
-        for i in range(ntx):
-            try:
-                op = self.next_op(tid, rng)
-            except BaseException as e:
-                reraise(e, f"drawing thread {tid}'s transaction {i + 1} of {ntx}")
-            if work:
-                cpu.work(work)
-            if sched is not None:  # a switch point of an explored schedule (pmsim.schedule)
-                cpu.work(sched.delay(tid))
-            try:
-                yield from self.transaction(cpu, rt, op)
-            except BaseException as e:
-                reraise(e, f"in thread {tid}'s transaction {i + 1} of {ntx} (op {_brief(op)})")
-            yield from cpu.maybe_yield()
+        gated = self.gated
+        try:
+            for i in range(ntx):
+                try:
+                    if gated:
+                        yield from self.gate(cpu, rt, tid)
+                    op = self.next_op(tid, rng)
+                except BaseException as e:
+                    reraise(e, f"drawing thread {tid}'s transaction {i + 1} of {ntx}")
+                if op is FINISHED:
+                    return
+                if work:
+                    cpu.work(work)
+                if sched is not None:  # a switch point of an explored schedule (pmsim.schedule)
+                    cpu.work(sched.delay(tid))
+                try:
+                    yield from self.transaction(cpu, rt, op)
+                except BaseException as e:
+                    reraise(e, f"in thread {tid}'s transaction {i + 1} of {ntx} "
+                               f"(op {_brief(op)})")
+                yield from cpu.maybe_yield()
+        finally:
+            if gated:
+                self.leave(tid)
 
     def expected(self, txids: Iterable[int]) -> Hashable:
         """The reference snapshot after applying the recorded transactions ``txids`` in order."""
@@ -296,6 +328,7 @@ BUILTIN: tuple[str, ...] = (
     "bigtx",
     "btree",
     "empty",
+    "genome",
     "hashmap",
     "hashtable",
     "intruder",

@@ -73,7 +73,7 @@ def test_paper_is_registered_with_every_claim() -> None:
     assert [c.id for c in p.claims] == [f"N{i}" for i in range(1, 19)]
     out = {c.id for c in p.claims if c.status == "out of reach"}
     assert out == set()
-    assert len(p.points(quick=True)) < 210  # Fig. 9's Intruder, Kmeans, SSCA2, Vacation: 72
+    assert len(p.points(quick=True)) < 220  # Fig. 9's seven STAMP runs: 84
 
 
 # -- synthetic rows --------------------------------------------------------------------------------
@@ -107,7 +107,8 @@ def world(**k: float) -> list[dict[str, Any]]:
     """Paper-like rows; each keyword scales one quantity."""
     g = {"nv": 1.0, "phtm": 1.0, "pstm": 1.0, "prune": 1.0, "fnf": 1.0, "rate": 1.0,
          "cap": 1.0, "lc": 1.0, "htm": 1.0, "wf": 1.0, "ht": 1.0, "kphtm": 1.0, "kprune": 1.0,
-         "kwf": 1.0, "vpstm": 1.0, "iphtm": 1.0, "irate": 1.0, **k}
+         "kwf": 1.0, "vpstm": 1.0, "iphtm": 1.0, "irate": 1.0, "gpstm": 1.0,
+         "gphtm": 1.0, **k}
     rows: list[dict[str, Any]] = []
     for exp, hi in (("fig4-high", 1), ("fig4-low", 0)):
         for th in (1, 14):  # the paper's physical cores: N1 needs them
@@ -153,10 +154,11 @@ def world(**k: float) -> list[dict[str, Any]]:
         rows += [_row("fig8-lc", "nvhtm-nlp", th, 10.0 * th, rate=0.01),
                  _row("fig8-lc", "nvhtm-lc", th, 5.0 * th, rate=0.7 * g["lc"])]
     shapes = {  # NV-HTM over PSTM and PHTM (Fig. 9, N12-N13), 10x against NLP (N14)
+        "Genome": (1 / 1.3 * g["gpstm"], 1 / 1.2 * g["gphtm"], 0.84),
         "Intruder": (1.5, 2.0 * g["iphtm"], 0.93), "Kmeans-High": (4.0, 4.0, 1.0),
         "Kmeans-Low": (4.0, 6.0, 1.0), "SSCA2": (2.0, 2.0, 1.0),
         "Vacation-High": (1.4, 2.5, 1.0), "Vacation-Low": (1 / 1.3 * g["vpstm"], 2.0, 0.8)}
-    for exp, label in paper.STAMP_RUNS:  # Fig. 9, Table 2: Intruder, Kmeans, SSCA2, Vacation
+    for exp, label in paper.STAMP_RUNS:  # Fig. 9, Table 2: Genome, Intruder, Kmeans, ...
         over_stm, over_htm, ten = shapes[label]
         t2 = paper.TABLE2[label]
         intruder = label == "Intruder"  # N13 reads its 4-thread point: PHTM aborts 9x more
@@ -219,6 +221,15 @@ def test_n13_reads_intruder_at_four_threads(knob: dict[str, float]) -> None:
     b = _board(world(**knob))["N13"]
     assert b["verdict"] == "differs"
     assert "Intruder" in b["explanation"], b["explanation"]
+
+
+@pytest.mark.parametrize("knob", [{"gpstm": 2.0}, {"gphtm": 1.5}, {"gphtm": 0.6}])
+def test_n12_reads_genome(knob: dict[str, float]) -> None:
+    """PSTM ahead of NV-HTM on Genome, and PHTM slightly ahead (neither behind nor far
+    ahead): each can fail alone."""
+    b = _board(world(**knob))["N12"]
+    assert b["verdict"] == "differs"
+    assert "Genome" in b["explanation"], b["explanation"]
 
 
 def test_table1_predicates_differ_when_counts_move() -> None:
