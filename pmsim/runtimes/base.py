@@ -87,6 +87,14 @@ class Tx:
     def read_words(self, obj: int, field: int, n: int) -> list[int]:
         raise NotImplementedError
 
+    def read_plain(self, obj: int, field: int, n: int) -> list[int]:
+        """``n`` words loaded without the runtime's instrumentation, as a program's plain
+        ``memcpy`` inside a transaction (STAMP's Labyrinth copies its grid so): hardware TM
+        tracks such loads like any other, a software TM does not (they may see other
+        transactions' uncommitted writes), locks protect them as usual. By default the
+        runtime's own read."""
+        return self.read_words(obj, field, n)
+
     def write(self, obj: int, field: int, value: int) -> None:
         self.write_words(obj, field, [value])
 

@@ -1,7 +1,7 @@
 """Workloads written once against the runtime object API, each with a sequential reference
 model: Array, Array-RAW, Alloc-X, KV, Bank (Marathe et al.), and the other papers' hash table,
 hash map, B+-tree, red-black and AVL trees, queues, swaps, TPC-C-, TATP- and YCSB-like mixes,
-and STAMP's Genome, Intruder, K-means, SSCA2 and Vacation (NV-HTM).
+and STAMP's Genome, Intruder, K-means, Labyrinth, SSCA2 and Vacation (NV-HTM).
 
 ``get_workload(name)(threads=..., seed=..., **params)`` builds one; :class:`Session` wires a
 machine, a runtime and a workload together for runs and recovery.
@@ -23,6 +23,7 @@ from .hashtable import HashTable
 from .intruder import Intruder
 from .kmeans import Kmeans
 from .kv import KV
+from .labyrinth import Labyrinth
 from .queue import Queue
 from .rbtree import RBTree
 from .session import Recovered, Session
@@ -37,4 +38,4 @@ __all__ = ["FINISHED", "KV", "WORKLOADS", "AllocX", "Array", "ArrayRAW", "Bank",
            "Session", "Workload", "get_workload", "register_workload"]
 __all__ += ["SPS", "TATP", "TPCC", "YCSB", "Queue", "Swap", "Zipfian"]
 __all__ += ["AVL", "BigTx", "BTree", "Empty", "Genome", "HashMap", "HashTable", "Intruder",
-            "Kmeans", "RBTree", "Ssca2", "Vacation"]
+            "Kmeans", "Labyrinth", "RBTree", "Ssca2", "Vacation"]

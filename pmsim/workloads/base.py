@@ -334,6 +334,7 @@ BUILTIN: tuple[str, ...] = (
     "intruder",
     "kmeans",
     "kv",
+    "labyrinth",
     "list",
     "rbtree",
     "queue",

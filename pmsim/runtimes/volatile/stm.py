@@ -43,6 +43,12 @@ class StmRuntimeTx(Tx):
         self.cpu.work(self.rt.costs.call_ns)
         return self.stx.read_range(obj + 8 * field, n)
 
+    def read_plain(self, obj: int, field: int, n: int) -> list[int]:
+        """Loads of the words' home addresses without the STM's read barriers (untracked:
+        the STM neither validates nor locks them)."""
+        self.cpu.work(self.rt.costs.call_ns)
+        return self.cpu.load_words(obj + 8 * field, n)
+
     def write_words(self, obj: int, field: int, values: Sequence[int]) -> None:
         self.cpu.work(self.rt.costs.call_ns)
         wr = self.stx.write
