@@ -24,6 +24,7 @@ from typing import Any
 from ..config import MachineConfig
 from ..presets import preset
 from .claims import Paper, Rows, measure, run_points, scoreboard
+from .sweep import point_key
 
 COMPONENTS: tuple[tuple[str, str], ...] = (
     ("work_ns_per_tx", "compute"), ("barrier_stall_ns_per_tx", "barrier stalls"),
@@ -122,7 +123,7 @@ def measure_counterfactual(point: Mapping[str, Any]) -> dict[str, Any]:
 
 def _toggled(points: Sequence[Mapping[str, Any]], t: Toggle) -> list[dict[str, Any]]:
     out = []
-    for i, p in enumerate(points):
+    for p in points:
         cfg = preset(p["preset"]).replace(**dict(p.get("machine") or {}))
         if not t.applies(cfg):
             continue
@@ -134,20 +135,26 @@ def _toggled(points: Sequence[Mapping[str, Any]], t: Toggle) -> list[dict[str, A
             params.update(more)
         machine = {**dict(p.get("machine") or {}), **t.overrides(cfg)}
         out.append({**p, "params": params, "machine": machine, "counterfactual": t.name,
-                    "origin": i})
+                    "origin": ident(p)})
     return out
 
 
-def _origin(row: Mapping[str, Any], points: Sequence[Mapping[str, Any]]) -> int:
-    """The index of the point a row as run measured (-1: none): the same experiment, runtime,
-    thread count, workload parameters and runtime options."""
-    for i, p in enumerate(points):
+def ident(point: Mapping[str, Any]) -> str:
+    """A point's identity, as the counterfactuals of it name it: a digest of the whole point,
+    so that a cached counterfactual stays valid when other experiments are added or removed."""
+    return point_key(ident, point)[:24]
+
+
+def _origin(row: Mapping[str, Any], points: Sequence[Mapping[str, Any]]) -> str:
+    """The identity of the point a row as run measured ("": none): the same experiment,
+    runtime, thread count, workload parameters and runtime options."""
+    for p in points:
         if (row.get("experiment") == p.get("experiment") and row.get("runtime") == p["runtime"]
                 and int(row.get("threads", -1)) == int(p["threads"])
                 and all(row.get(k) == v for k, v in (p.get("params") or {}).items())
                 and all(row.get(k) == v for k, v in (p.get("options") or {}).items())):
-            return i
-    return -1
+            return ident(p)
+    return ""
 
 
 def components(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -190,7 +197,7 @@ def explain(paper: Paper, rows: Sequence[Mapping[str, Any]], quick: bool, scale:
                 continue
             clean = [{k: v for k, v in r.items() if k not in ("counterfactual", "origin")}
                      for r in alt]
-            toggled = {int(r["origin"]) for r in alt}
+            toggled = {str(r["origin"]) for r in alt}
             # a point the toggle does not apply to (a K-V or TPC-C toggle beside a claim's
             # other workloads, Hyper-Threading where the threads have a core each) keeps its
             # row as run

@@ -186,3 +186,14 @@ def test_report_shows_the_counterfactual_column_and_section(monkeypatch: pytest.
     text = write_outputs(doc, tmp_path, figures=False).read_text()
     assert "| counterfactual |" in text and "holds with core model toggled" in text
     assert "### Counterfactuals" in text and "differs under every modelled mechanism" in text
+
+
+def test_a_counterfactual_names_its_point_not_its_place() -> None:
+    """A toggled point's origin (and so its cache key) does not move when other experiments'
+    points come before it."""
+    pts = PAPER.points(quick=True)
+    toggle = ex.TOGGLES[0]
+    alone = ex._toggled(pts[1:], toggle)
+    after = ex._toggled(pts, toggle)[1:]
+    assert [p["origin"] for p in alone] == [p["origin"] for p in after]
+    assert after and len({p["origin"] for p in after}) == len(after)
