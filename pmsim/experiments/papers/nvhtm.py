@@ -37,7 +37,7 @@ input, not evidence, and N17 is judged on the ratios to PHTM and PSTM.
 from __future__ import annotations
 
 from collections.abc import Generator, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -214,6 +214,19 @@ def log_sizes(txs: int, warmup: int, slots_per_tx: float = SLOTS_PER_TX) -> tupl
     return (-(-int(total / 0.85) // 4) * 4, max(16, -(-int(total / 10) // 4) * 4))
 
 
+VARIANT_ORDER = ("NLP", "85%", "10x", "FFF", "FNF", "PHTM", "PSTM", "HTM", "LC")
+"""The series of a throughput figure, by the paper's names of the variants."""
+
+
+def _variant_figure(name: str, title: str) -> Figure:
+    """Throughput against threads, a line per variant (NLP, 85%, 10x, ..., by
+    :func:`variants`: NV-HTM's log sizes are separate lines); drawn by the paper from
+    :func:`figure_rows`, not by the experiment."""
+    return Figure(name, title, x="threads", y="throughput", xlabel="threads",
+                  ylabel="throughput (Mtx/s)", yscale=1e-6, panels="experiment", series="variant",
+                  where=(("experiment", name),), order=VARIANT_ORDER)
+
+
 def _emul(flush: bool) -> dict[str, tuple[Any, ...]]:
     return {"flush_ns": (EMUL if flush else 0.0,)}
 
@@ -236,9 +249,7 @@ def _bank(name: str, title: str, contention: dict[str, int], runtimes: Sequence[
         options={**_emul(flush), "log_slots": log_sizes(txs, warm, per_tx)},
         quick_options={"log_slots": log_sizes(qtxs, qwarm, per_tx)},
         txs=txs, warmup=warm, quick_txs=qtxs, quick_warmup=qwarm, source=source,
-        figures=(Figure(name, title, x="threads", y="throughput", xlabel="threads",
-                        ylabel="throughput (Mtx/s)", yscale=1e-6, panels="workload",
-                        order=(NLP, NV, FFF, FNF, PHTM, PSTM)),))
+        figures=(_variant_figure(name, title),))
 
 
 FIG4_HIGH = _bank("fig4-high", "Bank, high contention (64 accounts), 500 ns flushes (Fig. 4, "
@@ -336,9 +347,7 @@ def _stamp(name: str, label: str, workload: str, params: dict[str, Any],
         quick_options={"log_slots": qlogs},
         txs=txs, warmup=warm, quick_txs=qtxs, quick_warmup=qwarm,
         source="Fig. 9, Table 2",
-        figures=(Figure(name, f"{label.split(' (')[0]} (Fig. 9)", x="threads", y="throughput",
-                        xlabel="threads", ylabel="throughput (Mtx/s)", yscale=1e-6,
-                        panels="workload", order=(NLP, NV, PHTM, PSTM)),))
+        figures=(_variant_figure(name, f"{label.split(' (')[0]} (Fig. 9)"),))
 
 
 SSCA2 = {"vertices": 1 << 20, "max_cluster": 4}
@@ -388,6 +397,10 @@ FIG9 = (_stamp("fig9-genome", "Genome (-g256 -s16 -n16384)", "genome", {}, GENOM
           for k in VACATION))
 EXPERIMENTS = (FIG4_HIGH, FIG4_LOW, *FIG4_HT, FIG5_HIGH, FIG5_LOW, FIG6, FIG7, FIG8, *FIG9,
                *FIG10)
+VARIANT_FIGURES = tuple(f for e in EXPERIMENTS for f in e.figures if f.series == "variant")
+"""The throughput figures by variant, drawn by the paper (their rows need :func:`variants`)."""
+EXPERIMENTS = tuple(replace(e, figures=tuple(f for f in e.figures if f.series != "variant"))
+                    for e in EXPERIMENTS)
 
 TABLE1 = {NLP: (4.5, 1.8), "85%": (4.5, 1.8), "10x": (4.55, 1.83), FFF: (8.1, 1.83),
           FNF: (8.1, 6.4), PHTM: (9.1, 6.3), PSTM: (35.2, 21.2)}
@@ -1185,15 +1198,35 @@ FIGURES = (
     _table_figure("nvhtm-table3-a", "Table 3 A", "TPC-C mix A (Table 3)"),
     *(_table_figure(f"nvhtm-table2-{exp.removeprefix('fig9-')}", f"Table 2 {label}",
                     f"STAMP {label} (Table 2)") for exp, label in STAMP_RUNS),
+    *VARIANT_FIGURES,
 )
 """Tables 1, 2 (its modelled STAMP columns) and 3 beside the paper's values (stars), from
-:func:`table_rows`."""
+:func:`table_rows`, and the throughput figures by variant, from :func:`variant_rows`."""
+
+
+def figure_rows(rows: Rows) -> list[dict[str, Any]]:
+    """What :data:`FIGURES` are drawn from: the tables' rows and the variants' rows."""
+    try:
+        tables = table_rows(rows)
+    except MissingRows:
+        tables = []
+    return [*tables, *variant_rows(rows)]
+
+
+def variant_rows(rows: Rows) -> list[dict[str, Any]]:
+    """Every row of an experiment with its variant's name (``variant``: NLP, 85%, 10x, FFF,
+    FNF, PHTM, PSTM, HTM, LC); NLP's run at the 10x log, which no claim reads, is left out."""
+    out: list[dict[str, Any]] = []
+    for exp in dict.fromkeys(r.get("experiment") for r in rows):
+        for name, sel in variants(rows.where(experiment=exp)).items():
+            out += [{**r, "variant": _label(name)} for r in sel]
+    return out
 
 PAPER = register_paper(Paper(
     "nvhtm", "Hardware Transactional Memory meets memory persistency",
     "D. Castro, P. Romano, J. Barreto, Hardware Transactional Memory meets memory persistency, "
     "Journal of Parallel and Distributed Computing 130, 2019 (IPDPS'18 extended).",
-    "nv-htm.md", EXPERIMENTS, CLAIMS, figures=FIGURES, figure_rows=table_rows))
+    "nv-htm.md", EXPERIMENTS, CLAIMS, figures=FIGURES, figure_rows=figure_rows))
 
 __all__ = ["CLAIMS", "EXPERIMENTS", "FIGURES", "LINE_BANK", "PAPER", "STRIPE", "NvBank", "Stripe",
            "abort_rate", "capacity_fallbacks", "capacity_limits", "log_sizes", "table_rows",
