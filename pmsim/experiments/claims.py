@@ -274,6 +274,9 @@ class Experiment:
     source: str = ""
     options: tuple[Axis, ...] = ()
     quick_options: tuple[Axis, ...] = ()
+    first_only: tuple[tuple[str, str], ...] = ()
+    """(runtime, option) pairs: that runtime runs only the option's first value (e.g. a
+    runtime whose rows at the other values no claim reads)."""
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -357,7 +360,8 @@ class Experiment:
         from ..runtimes.options import settable
 
         can = settable(get_runtime(runtime))
-        return {k: v for k, v in opts.items() if k in can}
+        first = {o for r, o in self.first_only if r == runtime}
+        return {k: v[:1] if k in first else v for k, v in opts.items() if k in can}
 
 
 POINT_STALL_SECONDS = 600.0

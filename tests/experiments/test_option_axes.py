@@ -9,6 +9,14 @@ from pmsim.experiments.claims import Experiment, measure
 from pmsim.runtimes.options import with_options
 
 
+def test_first_only_runs_one_value_for_that_runtime() -> None:
+    e = Experiment("t", "t", "bank", ("nvhtm-nlp", "nvhtm"), ("nvhtm-xeon",), threads=(2,),
+                   options={"log_slots": (512, 64)}, first_only=(("nvhtm-nlp", "log_slots"),))
+    assert [(p["runtime"], p["options"]) for p in e.points()] == [
+        ("nvhtm-nlp", {"log_slots": 512}), ("nvhtm", {"log_slots": 512}),
+        ("nvhtm", {"log_slots": 64})]
+
+
 def test_options_sweep_only_the_runtimes_that_have_them() -> None:
     e = Experiment("t", "t", "bank", ("stm", "dudetx"), ("dudetx-xeon",), threads=(2,),
                    options={"persist_bw": (1.0, 8.0, 16.0)}, quick_options={"persist_bw": (1.0,)},
