@@ -1,7 +1,7 @@
 """Workloads written once against the runtime object API, each with a sequential reference
 model: Array, Array-RAW, Alloc-X, KV, Bank (Marathe et al.), and the other papers' hash table,
 hash map, B+-tree, red-black and AVL trees, queues, swaps, TPC-C-, TATP- and YCSB-like mixes,
-and STAMP's Genome, Intruder, K-means, Labyrinth, SSCA2 and Vacation (NV-HTM).
+and STAMP's Genome, Intruder, K-means, Labyrinth, Yada, SSCA2 and Vacation (NV-HTM).
 
 ``get_workload(name)(threads=..., seed=..., **params)`` builds one; :class:`Session` wires a
 machine, a runtime and a workload together for runs and recovery.
@@ -32,10 +32,11 @@ from .swap import SPS, Swap
 from .tatp import TATP
 from .tpcc import TPCC
 from .vacation import Vacation
+from .yada import Yada
 from .ycsb import YCSB, Zipfian
 
 __all__ = ["FINISHED", "KV", "WORKLOADS", "AllocX", "Array", "ArrayRAW", "Bank", "Model", "Recovered",
            "Session", "Workload", "get_workload", "register_workload"]
 __all__ += ["SPS", "TATP", "TPCC", "YCSB", "Queue", "Swap", "Zipfian"]
 __all__ += ["AVL", "BigTx", "BTree", "Empty", "Genome", "HashMap", "HashTable", "Intruder",
-            "Kmeans", "Labyrinth", "RBTree", "Ssca2", "Vacation"]
+            "Kmeans", "Labyrinth", "RBTree", "Ssca2", "Vacation", "Yada"]

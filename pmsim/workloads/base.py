@@ -344,6 +344,7 @@ BUILTIN: tuple[str, ...] = (
     "tatp",
     "tpcc",
     "vacation",
+    "yada",
     "ycsb",
 )
 """Modules of pmsim.workloads imported (for their registrations) before a name is looked up:

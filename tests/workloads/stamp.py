@@ -35,7 +35,7 @@ def run_checked(s: Session, runtime: str, txs: int, threads: int) -> Hashable:
     return data
 
 
-def fuzz(runtime: str, workload: str, **more: Any) -> crashfuzz.Report:
-    """The small exhaustive campaign: 2 threads, 3 transactions each."""
-    return crashfuzz.fuzz(runtime=runtime, workload=workload, threads=2, txs=3, budget=4096,
+def fuzz(runtime: str, workload: str, txs: int = 3, **more: Any) -> crashfuzz.Report:
+    """The small exhaustive campaign: 2 threads, 3 transactions each (by default)."""
+    return crashfuzz.fuzz(runtime=runtime, workload=workload, threads=2, txs=txs, budget=4096,
                           samples=16, idempotence=1, depth_runs=1, **more)
