@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import struct
 from collections import deque
-from collections.abc import Callable, Generator, Hashable
+from collections.abc import Callable, Generator, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +41,7 @@ from ..errors import PmsimError
 from ..runtimes.base import Runtime
 from ..runtimes.layout import PMSpec, StaticArray
 from .base import FINISHED, Model, Workload, check_range, register_workload
-from .structures import INIT_STREAM, InitTx
+from .structures import INIT_STREAM, InitTx, drive
 
 POP, REFINE, TRANSFER = 0, 1, 2
 """First element of an op: ``(POP, tid)``, ``(REFINE, tid, slot)`` (the queue slot the pop
@@ -142,11 +142,13 @@ class Mesh:
         return ((unbits(w[0]), unbits(w[1])), (unbits(w[2]), unbits(w[3])),
                 (unbits(w[4]), unbits(w[5])))
 
-    def refine(self, h: int, angle: float, visit: Callable[[], None] = lambda: None
-               ) -> tuple[list[int], list[int], list[tuple[int, Key]]] | None:
-        """Insert the circumcentre of triangle ``h``: the cavity's handles (pushed on the
-        garbage list), the new triangles' and the new bad ones' (with their keys); None when
-        ``h`` is garbage or its centre lies outside the square."""
+    def refine(self, h: int, angle: float, visit: Callable[[], None] = lambda: None,
+               pause: Callable[[], Iterable[Any]] = tuple
+               ) -> Generator[Any, Any, tuple[list[int], list[int], list[tuple[int, Key]]] | None]:
+        """Insert the circumcentre of triangle ``h`` (a generator: ``pause`` after each
+        triangle the cavity search reads): the cavity's handles (pushed on the garbage list),
+        the new triangles' and the new bad ones' (with their keys); None when ``h`` is garbage
+        or its centre lies outside the square."""
         w = self.read(h)
         visit()
         if w[GARBAGE]:
@@ -169,6 +171,7 @@ class Mesh:
                 if n and n not in rejected:
                     wn = self.read(n)
                     visit()
+                    yield from pause()
                     if holds(self.tri(wn), c):
                         cavity[n] = wn
                         frontier.append(n)
@@ -243,7 +246,7 @@ class YadaModel(Model):
         if op[0] == POP:
             self.pop = min(self.pop + 1, len(self.queue))
         elif op[0] == REFINE:
-            self.mesh.refine(self.by_key[self.queue[op[2]]], self.angle)
+            drive(self.mesh.refine(self.by_key[self.queue[op[2]]], self.angle))
         else:
             self.queue.extend(op[3])
 
@@ -294,7 +297,7 @@ class Yada(Workload):
         while m.pop < len(m.queue):
             h = m.by_key[m.queue[m.pop]]
             m.pop += 1
-            out = m.mesh.refine(h, self.p.min_angle)
+            out = drive(m.mesh.refine(h, self.p.min_angle))
             if out:
                 m.queue.extend(k for _, k in out[2])
                 cavity, border = max(cavity, len(out[0])), max(border, len(out[1]))
@@ -392,8 +395,7 @@ class Yada(Workload):
         mesh = Mesh(read, alloc, tx.write)
         head = tx.rt.static("garbage", op[1])
         mesh.garbage = int(tx.read(head, 0))
-        out = mesh.refine(h, self.p.min_angle, lambda: tx.cpu.work(cost))
-        yield from tx.pause()
+        out = yield from mesh.refine(h, self.p.min_angle, lambda: tx.cpu.work(cost), tx.pause)
         self._bad[op[1]] = out[2] if out else []
         if out:
             tx.write(head, 0, mesh.garbage)
