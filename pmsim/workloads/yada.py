@@ -204,8 +204,8 @@ class Mesh:
 
 @dataclass(frozen=True)
 class YadaParams:
-    points: int = param(200, "points", "random points of the initial mesh (STAMP's simulator "
-                        "input 633.2: a mesh of 633 points)")
+    points: int = param(633, "points", "random points of the initial mesh (default: as many as "
+                        "STAMP's simulator input, the mesh 633.2)")
     min_angle: float = param(20.0, "degrees", "smallest angle a refined triangle may have "
                              "(STAMP -a: 20 for its simulator input)")
     visit_ns: float = param(VISIT_NS, "ns", "compute per triangle the cavity search reads "

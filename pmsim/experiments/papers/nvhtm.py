@@ -383,20 +383,20 @@ LABYRINTH_WORK = (250, 194, (192 + 2 * THREADS[-1]) // THREADS[-1],
 """Labyrinth (STAMP's simulator input ``random-x32-y32-z3-n96``): 96 pops and 96 routings, then
 an empty pop and a publish a thread; a thread may run 250 and ends when the queue is empty."""
 
-YADA_SLOTS = 16.0
+YADA_SLOTS = 16.75
 """Log slots of an average Yada transaction (NV-HTM NLP's entries with the marker, measured on
-pmsim's Yada with its default mesh: 15.95)."""
-YADA_WORK = (1500, 1117, (1117 + 2 * THREADS[-1]) // THREADS[-1],
-             (1117 + 2 * QUICK_THREADS[-1]) // QUICK_THREADS[-1])
-"""Yada (200 random points refined to 20 degrees, seed 1): 372 pops, refinements and
-hand-overs and an empty pop at one thread; a thread may run 1,500 and ends when the queue is
+pmsim's Yada with its default mesh: 16.75)."""
+YADA_WORK = (4000, 3163, (3163 + 2 * THREADS[-1]) // THREADS[-1],
+             (3163 + 2 * QUICK_THREADS[-1]) // QUICK_THREADS[-1])
+"""Yada (633 random points refined to 20 degrees, seed 1): 1,054 pops, refinements and
+hand-overs and an empty pop at one thread; a thread may run 4,000 and ends when the queue is
 empty."""
 
 FIG9 = (_stamp("fig9-genome", "Genome (-g256 -s16 -n16384)", "genome", {}, GENOME_SLOTS,
                GENOME_WORK),
         _stamp("fig9-labyrinth", "Labyrinth (random-x32-y32-z3-n96)", "labyrinth", {},
                LABYRINTH_SLOTS, LABYRINTH_WORK),
-        _stamp("fig9-yada", "Yada (200 random points, 20 degrees)", "yada", {}, YADA_SLOTS,
+        _stamp("fig9-yada", "Yada (633 random points, 20 degrees)", "yada", {}, YADA_SLOTS,
                YADA_WORK),
         *(_stamp(f"fig9-kmeans-{k}", f"Kmeans-{k.title()} ({n} clusters)", "kmeans",
                  {"clusters": n}, KMEANS_SLOTS) for k, n in KMEANS.items()),
