@@ -9,6 +9,7 @@ series also has its own marker and line style, so the figures read in greyscale 
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,11 +146,14 @@ def draw(fig: Figure, rows: Sequence[Mapping[str, Any]], out: str | Path,
     w = 3.2 * len(panels) + 0.9
     ncol = max(1, min(n_labels, 6, int(w / 1.9)))  # a legend entry needs about 1.9 in
     legend_rows = -(-n_labels // ncol)
-    h = 2.6 + 0.25 * legend_rows + (0.5 if fig.kind == "bar" else 0)
+    title = textwrap.fill(fig.title, max(40, int(w * 11)))  # about 11 characters an inch
+    extra = 0.17 * title.count("\n")
+    h = 2.6 + 0.25 * legend_rows + (0.5 if fig.kind == "bar" else 0) + extra
     f, axes = plt.subplots(1, len(panels), figsize=(w, h), sharey=True, squeeze=False)
     # fixed margins in inches (no tight_layout: it costs a full extra draw per figure)
     bottom = 0.55 + 0.25 * legend_rows + (0.45 if fig.kind == "bar" else 0)
-    f.subplots_adjust(left=0.75 / w, right=1 - 0.15 / w, top=1 - 0.55 / h, bottom=bottom / h,
+    f.subplots_adjust(left=0.75 / w, right=1 - 0.15 / w, top=1 - (0.55 + extra) / h,
+                      bottom=bottom / h,
                       wspace=0.12)
     for ax, panel in zip(axes[0], panels, strict=True):
         prow = [r for r in sel if r.get(fig.panels) == panel]
@@ -215,7 +219,7 @@ def draw(fig: Figure, rows: Sequence[Mapping[str, Any]], out: str | Path,
                 labels.append(ll)
     f.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8,
              frameon=False, bbox_to_anchor=(0.5, 0.0))
-    f.suptitle(fig.title, fontsize=10)
+    f.suptitle(title, fontsize=10)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
