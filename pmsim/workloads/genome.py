@@ -51,7 +51,7 @@ from ..errors import PmsimError
 from ..runtimes.base import Runtime
 from ..runtimes.layout import PMSpec, StaticArray
 from .base import FINISHED, MASK64, Model, Workload, check_range, register_workload
-from .structures import check_node
+from .structures import WalkedImage, check_node
 
 DEDUP, ENTRY, START, MATCH = 0, 1, 2, 3
 """First element of an op, then the thread and its op's sequence number: ``(DEDUP, tid, seq,
@@ -218,7 +218,7 @@ def match(inp: Input, start: int, end: int, length: int, s: int) -> bool:
 
 
 @register_workload
-class Genome(Workload):
+class Genome(WalkedImage, Workload):
     """STAMP's Genome: remove duplicate segments, index them, match overlaps, in phases."""
 
     name = "genome"
@@ -572,15 +572,6 @@ class Genome(Workload):
             if keys:
                 chains.append(((row // p.gene + 1, row % p.gene), tuple(keys)))
         return live, (tuple(sets), entries, tuple(chains))
-
-    def read_data(self, rt: Runtime) -> Hashable:
-        return self._read(rt)[1]
-
-    def live_objects(self, rt: Runtime) -> list[int]:
-        try:
-            return self._read(rt)[0]
-        except (PmsimError, IndexError):
-            return []
 
 
 __all__ = ["Genome", "GenomeParams"]

@@ -49,7 +49,7 @@ from ..runtimes.base import Runtime
 from ..runtimes.layout import PMSpec, StaticArray
 from .base import MASK64, Model, check_range, register_workload
 from .rbtree import VALUE, RBTree
-from .structures import DELETE, GOLDEN, INIT_STREAM, INSERT, Nodes, check_node
+from .structures import DELETE, GOLDEN, INIT_STREAM, INSERT, Nodes, WalkedImage, check_node
 
 GET, DECODE, COMPLETE = 0, 1, 2
 """First element of an op: ``(GET, tid)``, ``(DECODE, packet)`` (packet -1: none was got),
@@ -163,7 +163,7 @@ class IntruderModel(Model):
 
 
 @register_workload
-class Intruder(RBTree):
+class Intruder(WalkedImage, RBTree):
     """STAMP's Intruder: get a packet, reassemble its flow, take a completed flow."""
 
     name = "intruder"
@@ -357,15 +357,6 @@ class Intruder(RBTree):
             i = (i + 1) % self.p.capacity
         stream_pop = int(rt.peek_static("stream")[0, POP])
         return live, (stream_pop, tuple(sorted(flows)), tuple(decoded))
-
-    def read_data(self, rt: Runtime) -> Hashable:
-        return self._read(rt)[1]
-
-    def live_objects(self, rt: Runtime) -> list[int]:
-        try:
-            return self._read(rt)[0]
-        except (PmsimError, IndexError):
-            return []
 
 
 __all__ = ["Intruder", "IntruderParams"]

@@ -209,6 +209,24 @@ def drive(res: Any) -> Any:
     return res
 
 
+class WalkedImage:
+    """A workload whose data and live heap objects come from one walk of the image:
+    ``_read(rt)`` returns both (a PmsimError when a structure is broken), and the contract's
+    ``read_data`` and ``live_objects`` are its two halves (no objects from a broken image)."""
+
+    def _read(self, rt: Runtime) -> tuple[list[int], Hashable]:
+        raise NotImplementedError
+
+    def read_data(self, rt: Runtime) -> Hashable:
+        return self._read(rt)[1]
+
+    def live_objects(self, rt: Runtime) -> list[int]:
+        try:
+            return self._read(rt)[0]
+        except (PmsimError, IndexError):
+            return []
+
+
 class InitTx:
     """An untimed stand-in for a transaction that builds the initial data before tracing.
 

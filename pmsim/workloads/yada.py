@@ -41,7 +41,7 @@ from ..errors import PmsimError
 from ..runtimes.base import Runtime
 from ..runtimes.layout import PMSpec, StaticArray
 from .base import FINISHED, Model, Workload, check_range, register_workload
-from .structures import INIT_STREAM, InitTx, drive
+from .structures import INIT_STREAM, InitTx, WalkedImage, drive
 
 POP, REFINE, TRANSFER = 0, 1, 2
 """First element of an op: ``(POP, tid)``, ``(REFINE, tid, slot)`` (the queue slot the pop
@@ -256,7 +256,7 @@ class YadaModel(Model):
 
 
 @register_workload
-class Yada(Workload):
+class Yada(WalkedImage, Workload):
     """STAMP's Yada: refine a Delaunay mesh in PM, a bad triangle's cavity a transaction."""
 
     name = "yada"
@@ -272,7 +272,6 @@ class Yada(Workload):
         pts = [(0.0, 0.0), (1.0, 0.0), (1.0, 1.0), (0.0, 1.0)]
         pts += [(float(x), float(y)) for x, y in rng.uniform(0.02, 0.98, size=(p.points, 2))]
         tris = delaunay(pts)
-        index = {key_of(t): i + 1 for i, t in enumerate(tris)}
         edges: dict[tuple[Point, Point], int] = {}
         for i, t in enumerate(tris):
             for k in range(3):
@@ -281,7 +280,6 @@ class Yada(Workload):
                         + [edges.get((t[(k + 2) % 3], t[(k + 1) % 3]), 0) for k in range(3)]
                         + [0] for t in tris]
         self.initial_bad = [key_of(t) for t in tris if bad(t, p.min_angle)]
-        assert len(index) == len(tris)
         total, pushed, cavity, border = self._sequential()
         self.capacity = int(total * p.slack) + 16
         self.queue_slots = int(pushed * p.slack) + 16
@@ -450,15 +448,6 @@ class Yada(Workload):
         if set(dead) & set(live):
             raise PmsimError("yada: a triangle is both in the mesh and on a garbage list")
         return [*live, *dead], (tuple(sorted(keys)), pop, tuple(queue))
-
-    def read_data(self, rt: Runtime) -> Hashable:
-        return self._read(rt)[1]
-
-    def live_objects(self, rt: Runtime) -> list[int]:
-        try:
-            return self._read(rt)[0]
-        except (PmsimError, IndexError):
-            return []
 
 
 __all__ = ["Yada", "YadaParams"]

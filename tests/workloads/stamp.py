@@ -35,6 +35,22 @@ def run_checked(s: Session, runtime: str, txs: int, threads: int) -> Hashable:
     return data
 
 
+def calls(monkeypatch: Any, name: str) -> list[Any]:
+    """The arguments of every ``Tx.<name>`` call from now on (allocations, frees), which still
+    run: what a paper's log would leave out can be taken off a runtime's counts."""
+    from pmsim.runtimes.base import Tx
+
+    seen: list[Any] = []
+    method = getattr(Tx, name)
+
+    def spy(tx: Any, arg: Any) -> Any:
+        seen.append(arg)
+        return method(tx, arg)
+
+    monkeypatch.setattr(Tx, name, spy)
+    return seen
+
+
 def fuzz(runtime: str, workload: str, txs: int = 3, **more: Any) -> crashfuzz.Report:
     """The small exhaustive campaign: 2 threads, 3 transactions each (by default)."""
     return crashfuzz.fuzz(runtime=runtime, workload=workload, threads=2, txs=txs, budget=4096,

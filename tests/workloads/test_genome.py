@@ -11,7 +11,6 @@ import pytest
 
 import crashfuzz
 from pmsim.errors import ConfigError
-from pmsim.runtimes.base import Tx
 from pmsim.workloads import FINISHED, Genome, Session
 from pmsim.workloads.genome import DEDUP, ENTRY, MATCH, START, generate, partition, sdbm
 
@@ -121,9 +120,7 @@ def test_log_writes_per_transaction_against_table2(monkeypatch: pytest.MonkeyPat
     for Genome. Its input is not stated: on STAMP's "++" input (-g16384 -s64 -n16777216,
     2,488,975 transactions, measured once outside the suite) the same count is 1.759, the
     read-only duplicate removals weighing more; the paper's figure lies between the two."""
-    allocs = []
-    alloc = Tx.alloc
-    monkeypatch.setattr(Tx, "alloc", lambda tx, n: (allocs.append(n), alloc(tx, n))[1])
+    allocs = stamp.calls(monkeypatch, "alloc")
     s = stamp.session("genome", {}, "nvhtm-nlp", 1, 10000)
     s.run(10000)
     c = s.runtime.counters()
@@ -158,9 +155,8 @@ def test_bad_parameters(params: dict[str, Any], match: str) -> None:
 @pytest.mark.parametrize("runtime", ["nvhtm", "undo"])
 def test_crash_fuzzing(runtime: str) -> None:
     """Enough transactions a thread to reach the matching phase."""
-    rep = crashfuzz.fuzz(runtime=runtime, workload="genome", threads=2, txs=20, budget=4096,
-                         samples=16, idempotence=1, depth_runs=1,
-                         params={"gene": 8, "segment": 3, "segments": 6, "chunk": 2})
+    rep = stamp.fuzz(runtime, "genome", txs=20,
+                     params={"gene": 8, "segment": 3, "segments": 6, "chunk": 2})
     assert rep.ok, crashfuzz.format_report(rep)
 
 

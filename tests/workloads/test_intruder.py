@@ -10,7 +10,6 @@ import pytest
 
 import crashfuzz
 from pmsim.errors import ConfigError
-from pmsim.runtimes.base import Tx
 from pmsim.workloads import Intruder, Session
 from pmsim.workloads.intruder import COMPLETE, DECODE, GET, flow_words, generate
 
@@ -99,9 +98,7 @@ def test_log_writes_per_transaction_match_table2(monkeypatch: pytest.MonkeyPatch
     3.332 log entries a transaction over 3,000 at one thread. Without the free bits (pmsim's
     NV-HTM logs each allocation and free; STAMP's HTM port frees outside the log) 2.977, where
     NV-HTM's Table 2 gives 2.915 for Intruder (within 3%)."""
-    frees = []
-    free = Tx.free
-    monkeypatch.setattr(Tx, "free", lambda tx, obj: (frees.append(obj), free(tx, obj))[1])
+    frees = stamp.calls(monkeypatch, "free")
     s = stamp.session("intruder", {}, "nvhtm-nlp", 1, 3000)
     s.run(3000)
     c = s.runtime.counters()

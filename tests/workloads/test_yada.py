@@ -120,8 +120,7 @@ def test_bad_parameters(params: dict[str, Any], match: str) -> None:
 
 @pytest.mark.parametrize("runtime", ["nvhtm", "undo"])
 def test_crash_fuzzing(runtime: str) -> None:
-    rep = crashfuzz.fuzz(runtime=runtime, workload="yada", threads=2, txs=12, budget=4096,
-                         samples=16, idempotence=1, depth_runs=1)
+    rep = stamp.fuzz(runtime, "yada", txs=12)
     assert rep.ok, crashfuzz.format_report(rep)
 
 
