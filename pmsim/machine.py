@@ -170,6 +170,12 @@ class Cpu:
         env = self.machine.env
         ahead = self._get_clock() - env.now
         if ahead > 0:
+            due = env._now + ahead  # what SimPy would schedule the timeout at
+            if env.peek() > due:
+                # Nothing else is due by then, so SimPy would resume this thread next: move
+                # time as that timeout would and carry on, without a scheduler round trip.
+                env._now = due
+                return
             yield env.timeout(ahead)
         elif ahead < 0:
             self._set_clock(env.now)

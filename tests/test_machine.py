@@ -1030,3 +1030,39 @@ def test_pm_words_copies_aligned_pm_words(backend: str) -> None:
     for addr, n in ((PM + 4, 1), (PM - 8, 1), (PM + (1 << 20) - 8, 2), (DRAM, 1)):
         with pytest.raises(ConfigError, match="PM words"):
             m.pm_words(addr, n)
+
+
+def _stepper(cpu: Any, ns: float, rounds: int,
+             seen: list[tuple[int, float, float]]) -> Generator[Any, Any, None]:
+    for _ in range(rounds):
+        cpu.work(ns)
+        yield from cpu.sync()
+        seen.append((cpu.tid, cpu.clock, cpu.machine.env.now))
+
+
+def test_sync_skips_the_scheduler_only_when_no_other_thread_is_due(backend: str) -> None:
+    """A thread that is the next one due carries on without a SimPy step, with time moved as
+    the timeout would have moved it; otherwise the threads still interleave in time order."""
+    m = mk(backend)
+    seen: list[tuple[int, float, float]] = []
+    m.spawn(_stepper, 0, 10.0, 3, seen)
+    steps = [0]
+    env = m.env
+    orig = env.step
+
+    def counted() -> None:
+        steps[0] += 1
+        orig()
+
+    env.step = counted  # type: ignore[method-assign]
+    m.run()
+    assert [(c, n) for _, c, n in seen] == [(10.0, 10.0), (20.0, 20.0), (30.0, 30.0)]
+    assert steps[0] <= 3  # the process's start and end and run()'s stop: no timeout per sync
+    m2 = mk(backend)
+    seen2: list[tuple[int, float, float]] = []
+    m2.spawn(_stepper, 0, 10.0, 3, seen2)
+    m2.spawn(_stepper, 1, 15.0, 2, seen2)
+    m2.run()
+    # at 30 both are due: thread 1 scheduled its wake-up first, so it runs first
+    assert [(t, n) for t, _, n in seen2] == [(0, 10.0), (1, 15.0), (0, 20.0), (1, 30.0),
+                                             (0, 30.0)]
