@@ -189,7 +189,7 @@ class HtmRunner:
     # -- the SGL -------------------------------------------------------------------------------
     def _spin(self, cpu: Any) -> Generator[Any, Any, None]:
         cpu.work(self.spin_ns)
-        yield from cpu.maybe_yield(self.quantum)
+        return cpu.maybe_yield(self.quantum)
 
     def wait_free(self, cpu: Any) -> Generator[Any, Any, None]:
         """Spin (non-transactionally) until the SGL is free."""

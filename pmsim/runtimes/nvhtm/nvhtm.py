@@ -701,7 +701,7 @@ class NvHtmRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
 
     def _spin(self, cpu: Any) -> Generator[Any, Any, None]:
         cpu.work(self.spin_ns)
-        yield from cpu.maybe_yield(self._q)
+        return cpu.maybe_yield(self._q)
 
     def _wait_commit(self, cpu: Any, x: int, tid: int) -> Generator[Any, Any, None]:
         """WAITCOMMIT(x): for every other thread u, spin until (ts[u], u) > (x, tid). An update
