@@ -188,6 +188,11 @@ class DIMMConfig:
     media_read_occ_ns: float = param(39.0, "ns", "time a media read occupies the DIMM's media")
     media_write_ns: float = param(116.0, "ns", "time a 256 B media write occupies the DIMM's "
                                   "media")
+    read_priority: bool = param(False, "", "reads go to the media ahead of queued writes: a "
+                                "read waits only for other reads, and its media time delays "
+                                "the writes queued after it (the read-first scheduling of "
+                                "memory controllers that drain writes at a watermark); False "
+                                "(the default): reads and writes share one first-come queue")
 
     def __post_init__(self) -> None:
         v = self.dimms
@@ -201,6 +206,9 @@ class DIMMConfig:
         _check_posint(self, "buffer_lines", most=MAX_BUFFER_LINES,
                       why=" (every access scans the buffer)")
         _check_nonneg(self, "media_read_ns", "media_read_occ_ns", "media_write_ns")
+        if not isinstance(self.read_priority, bool):
+            raise _fail(self, "read_priority", f"must be True or False, got "
+                        f"{self.read_priority!r}", "Use True (reads first) or False (one queue).")
 
     @property
     def on(self) -> bool:

@@ -59,7 +59,9 @@ OPTANE_SOURCE = (
     "fitted to FAST'20 Fig. 2's idle latencies only: a buffer hit 100 ns and a media read "
     "185 ns more (random read 20 + 100 + 185 = 305 ns; a sequential read hits the buffer "
     "three times in four), DRAM 81 ns, a flush reaches the WPQ in 55 ns (store + clwb + "
-    "sfence = 62 ns). No WPQ merging: the DIMM's buffer combines writes to a media line "
+    "sfence = 62 ns). Reads and writes share one first-come queue at the media "
+    "(read_priority off: reads first wins and loses as many FAST'20 points, see the "
+    "Validation page). No WPQ merging: the DIMM's buffer combines writes to a media line "
     "instead. Bandwidth, write amplification and size curves are predictions, compared by "
     "`pmsim validate`")
 

@@ -314,3 +314,26 @@ def test_bad_timing_configs_say_what_to_use() -> None:
             bad()
     with pytest.raises(ConfigError, match="core.model|CoreConfig"):
         MachineConfig.from_dict({"core": {"model": "fast"}})
+
+
+def _read_behind_writes(backend: str, read_priority: bool) -> float:
+    """Latency of one PM read issued once the DIMM accepted 32 whole media lines, whose media
+    writes (600 ns each: slower than the channel) are still queued."""
+    m = Machine(cfg(dimms=1).replace(**{"pm.dimm.read_priority": read_priority,
+                                        "pm.dimm.media_write_ns": 600.0}), backend=backend)
+    cpu = m.cpu(0)
+    for a in range(0, 32 * 256, 64):
+        cpu.ntstore(a, 1)
+    cpu.sfence()
+    t = cpu.clock
+    cpu.load(1 << 20)
+    return cpu.clock - t
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reads_go_to_the_media_ahead_of_queued_writes(backend: str) -> None:
+    """With read priority a read waits for no queued write (LLC + buffer miss + media read);
+    in one first-come queue it waits behind the writes booked before it."""
+    alone = 20.0 + 100.0 + 200.0
+    assert _read_behind_writes(backend, True) == pytest.approx(alone)
+    assert _read_behind_writes(backend, False) > alone + 10 * 600.0  # a backlog of writes

@@ -123,8 +123,9 @@ struct pm_machine {
     uint32_t *xpb_fill;
     uint64_t *rng;
     double *chan_free;   /* when each DIMM has accepted every write given to it */
-    int64_t *cal_tag;    /* 2 x dimms calendars x PM_CAL_BUCKETS (none without the DIMM model):
-                            the bucket each cell holds */
+    int64_t *cal_tag;    /* 3 x dimms calendars x PM_CAL_BUCKETS (none without the DIMM model;
+                            2d: DIMM d's channel, 2d+1: its media, 2 dimms + d: its media's
+                            reads when they go first): the bucket each cell holds */
     double *cal_used;    /* ... and the ns booked in it */
     double cal_w;        /* ns per bucket */
     uint32_t ndimm;      /* max(1, dimms) */
@@ -314,8 +315,9 @@ static uint64_t round_half_even(double x)
 
 /* ---- the DIMM model (reference: PyEngine._dimm_* and _xpb_*) ---------------------------- */
 
-/* Book occ ns of calendar cal (2d: DIMM d's channel, 2d+1: its media) at or after t; return
-   when the work starts (PyEngine._book). */
+/* Book occ ns of calendar cal (2d: DIMM d's channel, 2d+1: its media, 2 dimms + d: its
+   media's reads when they go first) at or after t; return when the work starts
+   (PyEngine._book). */
 static double book(pm_machine *m, uint32_t cal, double t, double occ)
 {
     double w = m->cal_w;
@@ -487,7 +489,13 @@ static double dimm_read(pm_machine *m, int tid, uint64_t line, double t)
     }
     st->xpb_misses += 1;
     st->media_read_bytes += 256;
-    double ms = book(m, 2 * d + 1, t, c->media_read_occ_ns);
+    double ms;
+    if (c->read_priority) {
+        ms = book(m, 2 * c->dimms + d, t, c->media_read_occ_ns);
+        book(m, 2 * d + 1, ms, c->media_read_occ_ns);
+    } else {
+        ms = book(m, 2 * d + 1, t, c->media_read_occ_ns);
+    }
     double ready;
     xpb_alloc(m, tid, d, xpl, ms, &ready);
     return (ms - t) + c->pm_read_ns + c->media_read_ns;
@@ -1710,7 +1718,7 @@ static void timing_reset(pm_machine *m)
         m->rng[d] = dimm_seed(c->seed, d);
         m->chan_free[d] = 0.0;
     }
-    for (size_t i = 0; i < 2 * (size_t)c->dimms * PM_CAL_BUCKETS; i++) {
+    for (size_t i = 0; i < 3 * (size_t)c->dimms * PM_CAL_BUCKETS; i++) {
         m->cal_tag[i] = -1;
         m->cal_used[i] = 0.0;
     }
@@ -1774,7 +1782,7 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->rng = calloc(nd, sizeof(uint64_t));
     m->chan_free = calloc(nd, sizeof(double));
     /* calendars only with the DIMM model (one bucket otherwise: calloc(0) may be NULL) */
-    size_t ncal = cfg->dimms ? 2 * (size_t)cfg->dimms * PM_CAL_BUCKETS : 1;
+    size_t ncal = cfg->dimms ? 3 * (size_t)cfg->dimms * PM_CAL_BUCKETS : 1;
     m->cal_tag = calloc(ncal, sizeof(int64_t));
     m->cal_used = calloc(ncal, sizeof(double));
     {

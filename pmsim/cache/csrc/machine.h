@@ -64,6 +64,7 @@ typedef struct pm_config {
     /* the DIMM model (DIMMConfig); dimms == 0: the bank model */
     uint32_t dimms, il_shift, xpb_lines;
     double media_read_ns, media_read_occ_ns, media_write_ns;
+    int read_priority;   /* 1: reads book a calendar of their own (see dimm_read) */
     uint64_t seed;       /* MachineConfig.seed: the buffers' replacement generators */
     /* Hyper-Threading (CoreConfig.placement): each thread's physical core and the other
        thread on it (-1: none); ncaches physical cores; smt_speed for a thread beside one */

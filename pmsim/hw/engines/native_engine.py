@@ -123,6 +123,7 @@ def _config(ffi: Any, cfg: MachineConfig, mem: Memory, timed: bool = True) -> An
     c.il_shift = (d.interleave_kib * 1024 // 64).bit_length() - 1
     c.media_read_ns, c.media_read_occ_ns = float(d.media_read_ns), float(d.media_read_occ_ns)
     c.media_write_ns = float(d.media_write_ns)
+    c.read_priority = int(d.read_priority)
     c.seed = cfg.seed
     return c
 

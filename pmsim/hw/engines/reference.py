@@ -337,15 +337,16 @@ class PyEngine(WideOps):
         self.rng = [dimm_seed(cfg.seed, d) for d in range(n)]
         self.chan_free = [0.0] * n  # when the DIMM has accepted every write given to it
         # calendars of the DIMMs' channel (64 B writes accepted) and media (256 B reads and
-        # writes): per DIMM, CAL_BUCKETS buckets of cal_w ns, each the bucket number it holds
-        # and the ns of work booked in it
+        # writes), then of each DIMM's reads alone (with read_priority): per DIMM, CAL_BUCKETS
+        # buckets of cal_w ns, each the bucket number it holds and the ns of work booked in it
         self.cal_w = 2.0 * max(dm.media_read_occ_ns, dm.media_write_ns, cfg.pm.write_ns, 1.0)
-        self.cal_tag = [[-1] * CAL_BUCKETS for _ in range(2 * dm.dimms)]
-        self.cal_used = [[0.0] * CAL_BUCKETS for _ in range(2 * dm.dimms)]
+        self.cal_tag = [[-1] * CAL_BUCKETS for _ in range(3 * dm.dimms)]
+        self.cal_used = [[0.0] * CAL_BUCKETS for _ in range(3 * dm.dimms)]
 
     def _book(self, cal: int, t: float, occ: float) -> float:
-        """Book ``occ`` ns of calendar ``cal`` (2d: DIMM d's channel, 2d+1: its media) at or
-        after ``t``; return when the work starts. The calendar takes requests in any time
+        """Book ``occ`` ns of calendar ``cal`` (2d: DIMM d's channel, 2d+1: its media, 2 *
+        dimms + d: its media's reads when they go first) at or after ``t``; return when the
+        work starts. The calendar takes requests in any time
         order (threads' clocks run apart by up to a quantum): a request takes the first bucket
         from its own with room for it, and starts after the work booked there before it."""
         w = self.cal_w
@@ -485,7 +486,11 @@ class PyEngine(WideOps):
             return self.cfg.pm.read_ns
         st["xpb_misses"] += 1
         st["media_read_bytes"] += XPLINE
-        ms = self._book(2 * d + 1, t, dm.media_read_occ_ns)
+        if dm.read_priority:  # a read waits for reads only; writes booked later wait for it
+            ms = self._book(2 * dm.dimms + d, t, dm.media_read_occ_ns)
+            self._book(2 * d + 1, ms, dm.media_read_occ_ns)
+        else:
+            ms = self._book(2 * d + 1, t, dm.media_read_occ_ns)
         self._xpb_alloc(tid, d, xpl, ms)
         return (ms - t) + self.cfg.pm.read_ns + dm.media_read_ns
 

@@ -54,14 +54,15 @@ VALUE_OPS = (ref.OP_LOAD, ref.OP_CAS, ref.OP_XCHG)
 
 TIMING = {"plain": {}, "ooo": {"ooo": True}, "stream": {"stream": True},
           "adjacent": {"adjacent": True}, "dimm": {"dimms": 1}, "dimms": {"dimms": 2},
+          "dimms-reads-first": {"dimms": 2, "read_priority": True},
           "all": {"ooo": True, "stream": True, "adjacent": True, "dimms": 2}}
 """Timing mechanisms a scenario switches on: the out-of-order core, the prefetchers, the DIMM
-model (one DIMM, or two interleaved per KiB), all of them."""
+model (one DIMM, or two interleaved per KiB, with reads first or one queue), all of them."""
 
 
 def tiny(cores: int = 3, domain: str = "pdom1", barrier: str = "modelled",
          merge: bool = False, ooo: bool = False, stream: bool = False, adjacent: bool = False,
-         dimms: int = 0, seed: int = 0) -> MachineConfig:
+         dimms: int = 0, read_priority: bool = False, seed: int = 0) -> MachineConfig:
     """A machine small enough that every eviction path and the full WPQ are exercised (and,
     when switched on, a full store buffer, miss slots, stream table and on-DIMM buffer)."""
     return MachineConfig(
@@ -74,7 +75,8 @@ def tiny(cores: int = 3, domain: str = "pdom1", barrier: str = "modelled",
         pm=PMConfig(read_ns=97.3, write_ns=151.7, banks=3, wpq_entries=4, to_wpq_ns=7.9,
                     merge_writes=merge,
                     dimm=DIMMConfig(dimms, interleave_kib=1, buffer_lines=3, media_read_ns=61.3,
-                                    media_read_occ_ns=17.9, media_write_ns=93.1)),
+                                    media_read_occ_ns=17.9, media_write_ns=93.1,
+                                    read_priority=read_priority)),
         costs=CostConfig(store_ns=0.3, flush_ns=1.7, fence_ns=2.9, rmw_ns=11.1, pcommit_ns=3.3,
                          lock_ns=20.0, snoop_ns=6.1),
         regions=(Region("dram", DRAM_BASE, DRAM_LINES * 64, "dram"),
