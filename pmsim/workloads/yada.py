@@ -157,7 +157,7 @@ class Mesh:
         if not inside(c):
             return None
         cavity = {h: w}
-        rejected: set[int] = set()
+        rejected: dict[int, list[int]] = {}  # neighbours outside the cavity, as read
         border: list[tuple[Point, Point, int, int]] = []
         frontier = deque([h])
         while frontier:
@@ -176,10 +176,10 @@ class Mesh:
                         cavity[n] = wn
                         frontier.append(n)
                         continue
-                    rejected.add(n)
+                    rejected[n] = wn
                 j = -1
                 if n:
-                    tn = self.tri(self.read(n))
+                    tn = self.tri(rejected[n])
                     j = next(k for k in range(3) if {tn[(k + 1) % 3], tn[(k + 2) % 3]} == {a, b})
                 border.append((a, b, n, j))
         by_start: dict[Point, int] = {}
