@@ -309,7 +309,8 @@ def test_bad_timing_configs_say_what_to_use() -> None:
                       (lambda: PrefetchConfig(distance=65), "distance"),
                       (lambda: PrefetchConfig(stream="yes"), "True or False"),
                       (lambda: DIMMConfig(dimms=-1), "dimms"),
-                      (lambda: DIMMConfig(interleave_kib=3), "power of two")):
+                      (lambda: DIMMConfig(interleave_kib=3), "power of two"),
+                      (lambda: DIMMConfig(read_priority=1), "True or False")):
         with pytest.raises(ConfigError, match=want.replace("(", r"\(")):
             bad()
     with pytest.raises(ConfigError, match="core.model|CoreConfig"):
