@@ -21,8 +21,9 @@ import numpy as np
 
 from ..config import check_most, check_types
 from ..errors import ConfigError, PmsimError
+from ..runtimes.alloc import HeapExhausted
 from ..runtimes.base import Runtime
-from ..runtimes.layout import PMSpec, StaticArray
+from ..runtimes.layout import PMSpec, StaticArray, block_size
 from .base import MASK64, Model, Workload, check_range
 
 LOOKUP, INSERT, DELETE = 0, 1, 2
@@ -306,6 +307,88 @@ class InitTx:
         rt._load()
 
 
+class BulkInit:
+    """The bulk counterpart of :class:`InitTx`, for initial data of millions of objects whose
+    words are computed at once with NumPy (a tree laid out from its sorted keys) instead of
+    inserted one by one: :meth:`alloc` takes ``n`` blocks, :meth:`write` stores an array of
+    words per object, :meth:`flush` sets the allocation bits and has the runtime reload its
+    volatile state (``_load``), as InitTx's flush does.
+
+    The words go to the objects' homes (``rt.field_addr``) in the PM image in one NumPy
+    assignment per call. Every runtime's ``init_words`` stores there and, at most, into a
+    volatile copy of the data (NV-HTM's and DUDETx's DRAM shadows) that ``_load`` rebuilds
+    from the homes, as after a crash, so the flush's ``_load`` gives the runtime what
+    ``init_words`` would. The fast path needs the homes of a new object's fields to be
+    consecutive words at a fixed offset from the object (so for every runtime's fresh block:
+    checked on the first and last object) and no read log (which must see each word written);
+    otherwise :meth:`write` goes through ``rt.init_words`` one object at a time (only slower).
+    """
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self.bits: dict[int, np.ndarray] = {}  # size class index -> its bitmap with our blocks
+
+    def alloc(self, words: int, n: int) -> np.ndarray:
+        """``n`` new objects of ``words`` fields (their addresses, int64): the lowest free blocks
+        of the size class, which is what ``n`` :meth:`InitTx.alloc` calls hand out from an
+        allocator rebuilt from the bitmaps (thread 0's superblock first, lowest block first,
+        then the next threads'), so the objects are where those inserts would put them."""
+        rt = self.rt
+        b = block_size(rt.obj_bytes(words))
+        ci = next((i for i, c in enumerate(rt.layout.heap) if c.block == b), None)
+        if ci is None:
+            raise HeapExhausted(f"the layout has no heap blocks of {b} bytes: declare objects of "
+                                "this size in the workload's PMSpec.heap")
+        c = rt.layout.heap[ci]
+        bits = self.bits.get(ci)
+        if bits is None:
+            bits = self.bits[ci] = rt.heap.bitmap_bits(c)
+        free = np.flatnonzero(~bits)[:n]
+        if free.size < n:
+            raise HeapExhausted(f"the heap has {free.size} free {b}-byte blocks, not {n}: raise "
+                                "the live-object bound in the workload's PMSpec.heap")
+        bits[free] = True
+        return c.base + c.block * free
+
+    def write(self, objs: np.ndarray, values: np.ndarray) -> None:
+        """Store ``values[i]`` (a row of k words) as fields ``0..k-1`` of object ``objs[i]``
+        (objects of one :meth:`alloc`)."""
+        rt = self.rt
+        n, k = values.shape
+        if not n:
+            return
+        first, last = int(objs[0]), int(objs[-1])
+        off = rt.field_addr(first, 0) - first
+        affine = all(rt.field_addr(o, f) == o + off + 8 * f for o in (first, last)
+                     for f in (0, k - 1))
+        c = next((c for c in rt.layout.heap if c.base <= first < c.end), None)
+        if (not affine or c is None or rt.m.reads_logged or off % 8 or off < 0
+                or off + 8 * k > c.block):
+            for o, row in zip(objs.tolist(), values.tolist(), strict=True):
+                rt.init_words(o, 0, row)
+            return
+        lo = (c.base - rt.m.pm.base) // 8
+        blocks = rt.m.engine.mem.pm[lo: lo + c.nblocks * c.block // 8].reshape(
+            c.nblocks, c.block // 8)  # a view: writing it writes the PM image
+        blocks[(objs - c.base) // c.block, off // 8: off // 8 + k] = values
+
+    def flush(self) -> None:
+        """Set the allocated blocks' bits (a ``poke`` per changed bitmap word), then let the
+        runtime reload its volatile state from the image."""
+        rt = self.rt
+        for ci, bits in self.bits.items():
+            c = rt.layout.heap[ci]
+            nwords = (c.nblocks + 63) >> 6
+            packed = np.zeros(8 * nwords, np.uint8)
+            packed[: (c.nblocks + 7) >> 3] = np.packbits(bits, bitorder="little")
+            new = packed.view("<u8")
+            old = rt.m.pm_words(c.bitmap, nwords)
+            for w in np.flatnonzero(new != old).tolist():
+                rt.m.poke(c.bitmap + 8 * w, int(new[w]))
+        self.bits.clear()
+        rt._load()
+
+
 def _changed_span(old: list[int], new: list[int]) -> tuple[int, int]:
     """The span [lo, hi) from the first to the last word where two equal-length, different
     lists differ, found by bisection on slice comparisons (a node's words are compared in C,
@@ -541,7 +624,8 @@ def btree_height(n: int, node_keys: int) -> int:
 
 
 __all__ = [
-    "DELETE", "INSERT", "KINDS", "LOOKUP", "MAX_LOCKS", "InitTx", "MapModel", "MapWorkload", "Nodes", "Op",
+    "BulkInit", "DELETE", "INSERT", "KINDS", "LOOKUP", "MAX_LOCKS", "InitTx", "MapModel",
+    "MapWorkload", "Nodes", "Op",
     "TreeWorkload", "TxOp", "avl_height", "btree_height", "check_locks", "check_map_params",
     "check_node", "check_value", "drive", "heap_blocks", "mix", "rb_height", "rotate",
     "set_child", "value_of", "value_words",

@@ -17,17 +17,44 @@ transaction is one of STAMP's three actions, drawn as STAMP's client draws them:
 Ids are drawn from the first ``query_pct`` percent of ``relations``. STAMP's Vacation-High is
 ``-n4 -q60 -u90``, Vacation-Low ``-n2 -q90 -u98``, both on ``-r1048576`` relations.
 
-What pmsim leaves out: the tables hold ``relations`` records each (default 2**13: the initial
-trees are built in Python, and 2**20 would take hours), so the trees are 13 levels deep instead
-of 20 and fit the last-level cache; a customer holds at most three reservations inline in its
-record (STAMP: a linked list with a node allocated per reservation), and a reservation that
-would be a fourth is not made. The initial data is STAMP's: every id of each table, inserted
-in a random order, with ``(1..5) x 100`` seats at a price of ``50..90``, and every customer.
+The initial data is STAMP's: every id of each table in a random order, with ``(1..5) x 100``
+seats at a price of ``50..90``, and every customer. How the trees are built is the ``build``
+parameter:
+
+- ``inserts``: as STAMP's manager does, each record inserted in that random order through the
+  red-black insert (in Python, on an untimed stand-in transaction: 40-70 us a record, so 2**13
+  relations take 1.3 s, 2**16 12 s, and STAMP's 2**20 some 280 s and 3 GiB);
+- ``bulk``: each tree laid out at once from its sorted ids (:class:`~.structures.BulkInit`,
+  :func:`~.rbtree.bulk_nodes`): perfectly balanced, an incomplete last level red and every
+  second level above it (:func:`~.rbtree.balanced`); 2**20 relations take 1.5 s. A record's
+  node is the same heap block either way (the i-th block of a table holds the id inserted
+  i-th); only the links and colors differ, so the shape is not that of random-order inserts:
+  every path has ``ceil(log2(r + 1))`` nodes or one fewer (21 at 2**20), where the inserted
+  trees are 24-25 levels deep with a mean node depth of 19.5 (bulk: 19.0; at 2**16 15.4 and
+  15.0). On NV-HTM at 2**16 records (both builds feasible, Vacation-Low and -High, 1 and 4
+  threads) the bulk-built trees gave throughput from 1% below to 2.2% above the inserted
+  ones' and 0.3-1.4% more log entries a transaction;
+- ``auto`` (the default): ``inserts`` up to 2**16 relations, ``bulk`` above. Every size run so
+  far (the default 2**13, the NV-HTM paper runs' 2**15, the tests' tens) is built by inserts
+  as before, so their trees and every simulated number stay bit-identical; larger tables
+  (up to STAMP's 2**20) take the bulk build.
+
+The reference model keeps the initial records in arrays and in dicts only the records a run
+touched (:class:`_Table`): dicts of every record took some 1.4 GiB at 2**20 with the pairs
+they were built from; the arrays take 24 MiB. A 2**20 run on NV-HTM peaks at 1.3 GiB (the PM
+image and NV-HTM's DRAM copy of it are most of it; COW, a wrapper and a payload a node, 3 GiB);
+checking its data against the model reads every node of the image in Python (some 30 s and
+3 GiB).
+
+What pmsim leaves out: a customer holds at most three reservations inline in its record
+(STAMP: a linked list with a node allocated per reservation), and a reservation that would be
+a fourth is not made. Above 2**20 relations (STAMP's largest input) the PM image, its copies
+and the model grow past what one host holds comfortably, so ``relations`` stops there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Hashable
+from collections.abc import Generator, Hashable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,10 +62,11 @@ import numpy as np
 
 from ..config import check_types, param
 from ..errors import ConfigError
+from ..runtimes.base import Runtime
 from ..runtimes.layout import PMSpec, StaticArray
 from .base import Model, check_range, register_workload
-from .rbtree import VALUE, RBTree
-from .structures import DELETE, INIT_STREAM, INSERT, Nodes
+from .rbtree import VALUE, RBTree, bulk_nodes
+from .structures import DELETE, INIT_STREAM, INSERT, BulkInit, Nodes
 
 RESERVE, DELETE_CUSTOMER, UPDATE = 100, 101, 102
 """First element of a client op (an initial insert is ``((INSERT, table, id, value),)``)."""
@@ -50,6 +78,12 @@ SLOTS = 3
 """Reservations a customer record holds: ``[count, entry, entry, entry]``."""
 SEATS = 100
 """Seats an update adds or takes (STAMP's client: 100)."""
+MAX_RELATIONS = 1 << 20
+"""Most records a table holds: STAMP's largest input, ``-r1048576``."""
+BULK_ABOVE = 1 << 16
+"""``build='auto'`` builds tables of more records than this in bulk: every size run before the
+bulk build existed (default 2**13, the NV-HTM paper runs' 2**15) keeps its inserted trees."""
+BUILDS = ("auto", "inserts", "bulk")
 
 
 def entry(kind: int, rid: int, price: int) -> int:
@@ -64,23 +98,39 @@ def unpack(e: int) -> tuple[int, int, int]:
 @dataclass(frozen=True)
 class VacationParams:
     relations: int = param(1 << 13, "records", "records of each table at the start (STAMP: "
-                           "-r1048576; default 2**13, the build is Python)")
+                           "-r1048576 = 2**20, the most allowed; default 2**13)")
     queries: int = param(4, "items", "most items a transaction queries or updates (STAMP -n: "
                          "High 4, Low 2)")
     query_pct: float = param(60.0, "%", "share of the ids that are queried (STAMP -q: High "
                              "60, Low 90)")
     user_pct: float = param(90.0, "%", "share of reservation transactions (STAMP -u: High 90, "
                             "Low 98); the rest delete customers and update tables, half each")
+    build: str = param("auto", "", "how the initial trees are built: 'inserts' (STAMP's random-"
+                       "order inserts, ~50 us a record), 'bulk' (balanced trees laid out at once, "
+                       "1.5 s at 2**20), 'auto' (inserts up to 2**16 relations, bulk above)")
 
     def __post_init__(self) -> None:
         check_types(self, "workload 'vacation': parameter ")
-        check_range("vacation", "relations", self.relations, 1, 1 << 18)
+        check_range("vacation", "relations", self.relations, 1)
+        if self.relations > MAX_RELATIONS:
+            raise ConfigError(f"workload 'vacation': parameter relations={self.relations!r} is "
+                              "above 2**20 = 1048576, STAMP's largest input (-r1048576), the "
+                              "most the PM image, its copies and the reference model are sized "
+                              "for; use at most 1048576")
+        if self.build not in BUILDS:
+            raise ConfigError(f"workload 'vacation': parameter build={self.build!r} is not one "
+                              f"of {', '.join(map(repr, BUILDS))}")
         check_range("vacation", "queries", self.queries, 1, 64)
         check_range("vacation", "query_pct", self.query_pct, 0, 100)
         check_range("vacation", "user_pct", self.user_pct, 0, 100)
         if self.query_range < 1:
             raise ConfigError(f"workload 'vacation': query_pct={self.query_pct!r} of "
                              f"{self.relations} relations queries no id; raise query_pct")
+
+    @property
+    def bulk(self) -> bool:
+        """Whether the initial trees are laid out in bulk rather than inserted."""
+        return self.build == "bulk" or (self.build == "auto" and self.relations > BULK_ABOVE)
 
     # what the red-black tree code reads
     @property
@@ -142,10 +192,10 @@ class _TreeStore(_Store):
 
 
 class _DictStore(_Store):
-    """The tables as dicts of node-shaped lists (the record at ``VALUE``): the reference
+    """The tables as mappings of node-shaped lists (the record at ``VALUE``): the reference
     model."""
 
-    def __init__(self, tables: list[dict[int, list[int]]]) -> None:
+    def __init__(self, tables: Sequence[MutableMapping[int, list[int]]]) -> None:
         self.tables = tables
 
     def find(self, table: int, rid: int) -> Generator[Any, Any, list[int] | None]:
@@ -219,19 +269,103 @@ def client(s: _Store, op: tuple[Any, ...]) -> Generator[Any, Any, None]:
                 yield from s.remove(kind, rid)
 
 
+Initial = tuple[np.ndarray, np.ndarray]
+"""A table's initial records: its ids in insertion order and their drawn values (int64)."""
+
+
+class _Table(MutableMapping[int, list[int]]):
+    """One table of the reference model, a mapping from id to node-shaped record: the initial
+    records in arrays indexed by id, and the records read or changed since in a dict (None: a
+    deleted one). At STAMP's 2**20 records a table, dicts of every record take some 220 MiB a
+    table; these take 9 bytes a record plus the records a run touches."""
+
+    def __init__(self, table: int, ids: np.ndarray, values: np.ndarray) -> None:
+        self.table = table
+        size = int(ids.max()) + 1 if ids.size else 0
+        self.present = np.zeros(size, bool)
+        self.present[ids] = True
+        self.value = np.zeros(size, np.int64)
+        self.value[ids] = values
+        self.live = int(ids.size)  # records in the table
+        self.touched: dict[int, list[int] | None] = {}
+
+    def _initial(self, k: int) -> bool:
+        return 0 <= k < self.present.size and bool(self.present[k])
+
+    def __getitem__(self, k: int) -> list[int]:
+        if k in self.touched:
+            r = self.touched[k]
+            if r is None:
+                raise KeyError(k)
+            return r
+        if not self._initial(k):
+            raise KeyError(k)
+        r = self.touched[k] = [k, 0, 0, 0, *_record(self.table, int(self.value[k]))]
+        return r
+
+    def __contains__(self, k: object) -> bool:
+        if k in self.touched:
+            return self.touched[k] is not None  # type: ignore[index]
+        return isinstance(k, int) and self._initial(k)
+
+    def __setitem__(self, k: int, record: list[int]) -> None:
+        if k not in self:
+            self.live += 1
+        self.touched[k] = record
+
+    def __delitem__(self, k: int) -> None:
+        if k not in self:
+            raise KeyError(k)
+        self.touched[k] = None
+        self.live -= 1
+
+    def __iter__(self) -> Iterator[int]:
+        untouched = np.flatnonzero(self.present).tolist()
+        yield from (k for k in untouched if k not in self.touched)
+        yield from (k for k, r in self.touched.items() if r is not None)
+
+    def __len__(self) -> int:
+        return self.live
+
+    def items_sorted(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        """Every ``(id, record)`` in id order (the untouched records built from the arrays)."""
+        ids = np.flatnonzero(self.present)
+        if self.touched:
+            ids = ids[~np.isin(ids, np.fromiter(self.touched, np.int64, len(self.touched)))]
+        v = self.value[ids]
+        zero = np.zeros_like(v)
+        if self.table == CUSTOMER:
+            cols = [zero, zero, zero, zero]
+        else:
+            seats = v >> 16
+            cols = [zero, seats, seats, v & 0xFFFF]
+        recs = zip(*(c.tolist() for c in cols), strict=True)
+        out = list(zip(ids.tolist(), recs, strict=True))
+        out += [(k, tuple(r[VALUE:])) for k, r in self.touched.items() if r is not None]
+        out.sort()
+        return tuple(out)
+
+
 class VacationModel(Model):
-    def __init__(self, initial: list[list[tuple[int, int]]]) -> None:
-        self.tables: list[dict[int, list[int]]] = [
-            {k: [k, 0, 0, 0, *_record(t, v)] for k, v in items}
-            for t, items in enumerate(initial)]
+    """The reference: the four tables (:class:`_Table`) edited by :func:`client`."""
+
+    def __init__(self, initial: Sequence[Sequence[tuple[int, int]] | Initial]) -> None:
+        self.tables = [_Table(t, *_arrays(items)) for t, items in enumerate(initial)]
 
     def apply(self, op: tuple[Any, ...]) -> None:
         for _ in client(_DictStore(self.tables), op):
             pass
 
     def snapshot(self) -> Hashable:
-        return tuple(tuple(sorted((k, tuple(r[VALUE:])) for k, r in t.items()))
-                     for t in self.tables)
+        return tuple(t.items_sorted() for t in self.tables)
+
+
+def _arrays(items: Sequence[tuple[int, int]] | Initial) -> Initial:
+    """A table's initial records as arrays, from arrays or from ``(id, value)`` pairs."""
+    if isinstance(items, tuple) and len(items) == 2 and isinstance(items[0], np.ndarray):
+        return items  # type: ignore[return-value]
+    pairs = np.array(items, np.int64).reshape(-1, 2)
+    return pairs[:, 0], pairs[:, 1]
 
 
 def _record(table: int, v: int) -> list[int]:
@@ -263,23 +397,55 @@ class Vacation(RBTree):
     def locks_of(self, op: Any) -> list[int]:
         return list(range(len(TABLES)))
 
-    def initial_items(self) -> list[list[tuple[int, int]]]:
-        """STAMP's manager: every id of each table in a random order, ``(1..5) x 100`` seats
-        at ``50..90`` (``seats << 16 | price``), and every customer (value 0)."""
-        if self._initial is None:
+    _arrays: list[Initial] | None = None
+
+    def initial_arrays(self) -> list[Initial]:
+        """STAMP's manager, per table: every id in a random order, ``(1..5) x 100`` seats at
+        ``50..90`` (value ``seats << 16 | price``), and every customer (value 0)."""
+        if self._arrays is None:
             r = self.p.relations
             rng = np.random.default_rng([self.seed, INIT_STREAM])
-            self._initial = []
+            self._arrays = []
             for t in range(len(TABLES)):
-                ids = (rng.permutation(r) + 1).tolist()
+                ids = rng.permutation(r).astype(np.int64) + 1
                 if t == CUSTOMER:
-                    self._initial.append([(k, 0) for k in ids])
+                    self._arrays.append((ids, np.zeros(r, np.int64)))
                     continue
-                seats = ((rng.integers(0, 5, size=r) + 1) * 100).tolist()
-                price = (rng.integers(0, 5, size=r) * 10 + 50).tolist()
-                self._initial.append([(k, s << 16 | c)
-                                      for k, s, c in zip(ids, seats, price, strict=True)])
+                seats = (rng.integers(0, 5, size=r) + 1) * 100
+                price = rng.integers(0, 5, size=r) * 10 + 50
+                self._arrays.append((ids, (seats << 16 | price).astype(np.int64)))
+        return self._arrays
+
+    def initial_items(self) -> list[list[tuple[int, int]]]:
+        """:meth:`initial_arrays` as ``(id, value)`` pairs in insertion order (what the
+        insert build inserts)."""
+        if self._initial is None:
+            self._initial = [list(zip(ids.tolist(), vals.tolist(), strict=True))
+                             for ids, vals in self.initial_arrays()]
         return self._initial
+
+    def init_data(self, rt: Runtime) -> None:
+        """Build the initial trees: by inserts (:meth:`MapWorkload.init_data`), or in bulk
+        (``VacationParams.bulk``): each table's nodes in the blocks its inserts would take,
+        linked as a balanced red-black tree (:func:`~.rbtree.bulk_nodes`), records as
+        :func:`_record` makes them."""
+        if not self.p.bulk:
+            super().init_data(rt)
+            return
+        init = BulkInit(rt)
+        for t, (ids, vals) in enumerate(self.initial_arrays()):
+            objs = init.alloc(self.node_words, ids.size)
+            root, links = bulk_nodes(ids, objs)
+            words = np.zeros((ids.size, self.node_words), np.uint64)
+            words[:, :VALUE] = links
+            if t != CUSTOMER:
+                seats = (vals >> 16).astype(np.uint64)
+                words[:, VALUE + FREE] = seats
+                words[:, VALUE + TOTAL] = seats
+                words[:, VALUE + PRICE] = (vals & 0xFFFF).astype(np.uint64)
+            init.write(objs, words)
+            rt.init_words(rt.static("roots", t), 0, [root])
+        init.flush()
 
     def next_op(self, tid: int, rng: np.random.Generator) -> tuple[Any, ...]:
         """STAMP's client draw: an action, then its customer or its items."""
@@ -314,7 +480,7 @@ class Vacation(RBTree):
         s.nodes.flush()
 
     def model(self) -> Model:
-        return VacationModel(self.initial_items())
+        return VacationModel(self.initial_arrays())
 
     def node_value(self, vals: list[int], where: str) -> Any:
         """A record's words as they are (no torn-value check: records are edited field by
