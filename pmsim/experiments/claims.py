@@ -277,6 +277,10 @@ class Experiment:
     first_only: tuple[tuple[str, str], ...] = ()
     """(runtime, option) pairs: that runtime runs only the option's first value (e.g. a
     runtime whose rows at the other values no claim reads)."""
+    longer_runs: bool = False
+    """Whether ``--explain`` also reruns its points that keep a log ten times longer, their
+    logs in proportion (the "runs 10x longer" counterfactual: a claim about a log that rarely
+    fills, measured nearer that regime); off where that would cost too much."""
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__

@@ -3,8 +3,9 @@
 For every claim that differs, ``pmsim reproduce PAPER --explain`` reruns the experiments the
 claim reads with one mechanism switched to its other state (each :class:`Toggle`: the
 prefetchers, the out-of-order core's store buffer and overlapped misses, WPQ write merging, the
-on-DIMM buffer, Hyper-Threading; and of the workloads, the K-V store's server time per request
-and the papers' TPC-C sizing), evaluates the
+on-DIMM buffer, Hyper-Threading; of the workloads, the K-V store's server time per request
+and the papers' TPC-C sizing; of the run, its length with its logs, where an experiment allows
+it), evaluates the
 claim on those rows, and reports the verdict with the time a transaction spends per component.
 The scoreboard then reads "holds with X" or "differs under every modelled mechanism": a cause
 measured, not asserted.
@@ -38,13 +39,16 @@ class Toggle:
     """One mechanism switched to its other state: ``name`` as the scoreboard prints it
     ("with X"), whether a machine has it to switch, and the machine overrides that do. A
     mechanism of the workload rather than the machine also gives ``params``: the workload
-    parameter overrides for a point, or None where the point's workload lacks it."""
+    parameter overrides for a point, or None where the point's workload lacks it. One of the
+    run's size gives ``reshape``: the point's own fields to replace (transactions, warm-up,
+    runtime options), or None where it does not apply."""
 
     name: str
     help: str
     applies: Callable[[MachineConfig], bool]
     overrides: Callable[[MachineConfig], dict[str, Any]]
     params: Callable[[Mapping[str, Any]], dict[str, Any] | None] | None = None
+    reshape: Callable[[Mapping[str, Any]], dict[str, Any] | None] | None = None
 
 
 def _prefetch_on(c: MachineConfig) -> bool:
@@ -81,6 +85,28 @@ def _unsized_tpcc(point: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"port": "full", "new_order_ns": 0.0}
 
 
+LONGER = 10
+"""How many times longer the "runs 10x longer" counterfactual makes a run and its logs."""
+
+
+def _longer(point: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A point with a log (a ``log_slots`` option) of an experiment that allows it
+    (``Experiment.longer_runs``): its transactions, warm-up and log ten times larger, so the
+    log holds ten times as many transactions in a run as long in proportion; None for others."""
+    from .claims import get_paper
+
+    opts = dict(point.get("options") or {})
+    if "log_slots" not in opts or not point.get("paper"):
+        return None
+    exps = {e.name: e for e in get_paper(str(point["paper"])).experiments}
+    exp = exps.get(str(point.get("experiment")))
+    if exp is None or not exp.longer_runs:
+        return None
+    opts["log_slots"] = int(opts["log_slots"]) * LONGER
+    return {"txs": int(point["txs"]) * LONGER, "warmup": int(point["warmup"]) * LONGER,
+            "options": opts}
+
+
 TOGGLES: tuple[Toggle, ...] = (
     Toggle("prefetchers toggled", "the L2 streamer and adjacent-line prefetcher off where the "
            "preset has them, on where it does not",
@@ -110,6 +136,10 @@ TOGGLES: tuple[Toggle, ...] = (
     Toggle("paper sizing off", "TPC-C's full profiles with no added work, where an experiment "
            "sizes TPC-C as its paper ran it (NV-HTM's HTM port; DUDETx's 110k-cycle New-Order)",
            lambda c: True, lambda c: {}, params=_unsized_tpcc),
+    Toggle(f"runs {LONGER}x longer", f"transactions, warm-up and log sizes {LONGER} times "
+           "larger, where an experiment allows it (NV-HTM's Fig. 4: its logs, sized to the run, "
+           "then hold ten times as many transactions, nearer the paper's 40 MB)",
+           lambda c: True, lambda c: {}, reshape=_longer),
 )
 
 
@@ -127,6 +157,12 @@ def _toggled(points: Sequence[Mapping[str, Any]], t: Toggle) -> list[dict[str, A
         cfg = preset(p["preset"]).replace(**dict(p.get("machine") or {}))
         if not t.applies(cfg):
             continue
+        shape: dict[str, Any] = {}
+        if t.reshape is not None:
+            more_shape = t.reshape(p)
+            if more_shape is None:
+                continue
+            shape = more_shape
         params = dict(p.get("params") or {})
         if t.params is not None:
             more = t.params(p)
@@ -134,8 +170,8 @@ def _toggled(points: Sequence[Mapping[str, Any]], t: Toggle) -> list[dict[str, A
                 continue
             params.update(more)
         machine = {**dict(p.get("machine") or {}), **t.overrides(cfg)}
-        out.append({**p, "params": params, "machine": machine, "counterfactual": t.name,
-                    "origin": ident(p)})
+        out.append({**p, **shape, "params": params, "machine": machine,
+                    "counterfactual": t.name, "origin": ident(p)})
     return out
 
 

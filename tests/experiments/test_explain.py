@@ -60,7 +60,7 @@ def test_each_applicable_toggle_reruns_the_claims_that_differ(monkeypatch: pytes
     base = world(PAPER.points(quick=True))
     got = ex.explain(PAPER, base, quick=True)
     by = {(r["claim"], r["toggle"]): r["verdict"] for r in got}
-    names = {t.name for t in ex.TOGGLES if t.params is None}
+    names = {t.name for t in ex.TOGGLES if t.params is None and t.reshape is None}
     assert {t for _, t in by} == names  # optane-adr has DIMMs: every machine toggle applies
     assert by[("T1", "core model toggled")] == "holds"
     assert all(v == "differs" for (c, t), v in by.items() if (c, t) != ("T1", "core model toggled"))
@@ -159,6 +159,23 @@ def test_the_sizing_toggle_turns_a_paper_sized_tpcc_back_into_tpcc() -> None:
     assert ex._toggled([work], t)[0]["params"]["new_order_ns"] == 0.0
     assert ex._toggled([{**port, "params": {"mix": "a"}}], t) == []  # TPC-C as specified
     assert ex._toggled([{**port, "workload": "bank"}], t) == []
+
+
+def test_the_longer_runs_toggle_lengthens_runs_and_logs_where_an_experiment_allows() -> None:
+    from pmsim.experiments.claims import get_paper
+
+    t = next(t for t in ex.TOGGLES if t.reshape is not None)
+    paper = get_paper("nvhtm")
+    pts = paper.points(True, 1.0, ["fig4-high", "fig6"])
+    got = ex._toggled(pts, t)
+    assert got and {p["experiment"] for p in got} == {"fig4-high"}  # Fig. 6 is not lengthened
+    assert all("log_slots" in p["options"] for p in got)  # PHTM and PSTM keep no log
+    base = {ex.ident(p): p for p in pts}
+    for p in got:
+        b = base[p["origin"]]
+        assert (p["txs"], p["warmup"]) == (ex.LONGER * b["txs"], ex.LONGER * b["warmup"])
+        assert p["options"]["log_slots"] == ex.LONGER * b["options"]["log_slots"]
+        assert p["params"] == b["params"] and p["machine"] == b["machine"]
 
 
 def test_the_hyper_threading_toggle_applies_where_threads_share_cores() -> None:
