@@ -722,10 +722,27 @@ class NvHtmRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
         self.counts.wait_ns += cpu.clock - t0
 
     def _flush(self, cpu: Any, name: str, lines: Sequence[int]) -> None:
-        """clwb of ``lines`` as one step, plus the emulated flush latency."""
-        self.flush(cpu, name, lines)
-        if self.flush_ns > 0 and lines:
-            cpu.work(self.flush_ns * len(lines))
+        """clwb of ``lines`` as one step; with an emulated flush latency, each line's clwb
+        followed by its ``flush_ns`` spin (the paper replaces every flush with such a spin, §6),
+        so the write-backs leave one spin apart instead of all at once."""
+        if self.flush_ns <= 0 or not lines:
+            self.flush(cpu, name, lines)
+            return
+        for line in lines:
+            self.flush(cpu, name, (line,))
+            cpu.work(self.flush_ns)
+
+    def _flush_paced(self, cpu: Any, name: str, lines: Sequence[int]
+                     ) -> Generator[Any, Any, None]:
+        """:meth:`_flush` of many lines (a checkpoint's), letting the other threads run between
+        two emulated flushes: thousands of spins in one go would put this thread's write-backs
+        in the memory controller's queue far ahead of everyone else's."""
+        if self.flush_ns <= 0:
+            self._flush(cpu, name, lines)
+            return
+        for line in lines:
+            self._flush(cpu, name, (line,))
+            yield from cpu.maybe_yield()
 
     def _durable_commit(self, cpu: Any, tx: NvHtmTx) -> Generator[Any, Any, None]:
         """C4-C8: flush the entries, F1, WAITCOMMIT, marker and endP, flush, F2, ts = +inf."""
@@ -857,7 +874,7 @@ class NvHtmRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
         window = self._window(t)
         lines, n = self._replay(cpu, window, "nvhtm.cp.replay")
         yield from cpu.maybe_yield()
-        self._flush(cpu, "nvhtm.cp.flush", lines)
+        yield from self._flush_paced(cpu, "nvhtm.cp.flush", lines)
         self.order(cpu, "nvhtm.cp.fence")
         self.counts.cp_words += n
         self.counts.cp_flushes += len(lines)
