@@ -8,7 +8,9 @@ value is visible in the recovered data.
 
 The initial data (``initial`` keys per instance) is built before tracing by running the
 workload's own insert body on :class:`InitTx`, an untimed stand-in for a transaction; the
-reference model starts from the same inserts in the same order.
+reference model starts from the same inserts in the same order. A workload whose initial
+objects are too many to insert one by one can compute them at once and store them with
+:class:`BulkInit`.
 """
 
 from __future__ import annotations

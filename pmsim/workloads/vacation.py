@@ -31,9 +31,10 @@ parameter:
   i-th); only the links and colors differ, so the shape is not that of random-order inserts:
   every path has ``ceil(log2(r + 1))`` nodes or one fewer (21 at 2**20), where the inserted
   trees are 24-25 levels deep with a mean node depth of 19.5 (bulk: 19.0; at 2**16 15.4 and
-  15.0). On NV-HTM at 2**16 records (both builds feasible, Vacation-Low and -High, 1 and 4
-  threads) the bulk-built trees gave throughput from 1% below to 2.2% above the inserted
-  ones' and 0.3-1.4% more log entries a transaction;
+  15.0). On NV-HTM (preset ``nvhtm-xeon``) the bulk-built trees gave throughput from 1%
+  below to 2.2% above the inserted ones' and 0.3-1.4% more log entries a transaction at 2**16
+  records (Vacation-Low and -High, 1 and 4 threads); at 2**20 0.2% below and 0.1% more on
+  Low at 1 thread, 0.9% above and 1.7% more on High at 4;
 - ``auto`` (the default): ``inserts`` up to 2**16 relations, ``bulk`` above. Every size run so
   far (the default 2**13, the NV-HTM paper runs' 2**15, the tests' tens) is built by inserts
   as before, so their trees and every simulated number stay bit-identical; larger tables
@@ -84,6 +85,7 @@ BULK_ABOVE = 1 << 16
 """``build='auto'`` builds tables of more records than this in bulk: every size run before the
 bulk build existed (default 2**13, the NV-HTM paper runs' 2**15) keeps its inserted trees."""
 BUILDS = ("auto", "inserts", "bulk")
+"""The ways to build the initial trees (``VacationParams.build``; see the module docstring)."""
 
 
 def entry(kind: int, rid: int, price: int) -> int:

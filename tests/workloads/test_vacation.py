@@ -22,6 +22,7 @@ from pmsim.workloads.vacation import (
     CUSTOMER,
     DELETE_CUSTOMER,
     FLIGHT,
+    PRICE,
     RESERVE,
     TABLES,
     UPDATE,
@@ -255,6 +256,12 @@ def test_a_bulk_built_run_matches_the_reference_and_recovers(runtime: str) -> No
     assert stamp.run_checked(s, runtime, 40, 4) != before
 
 
+@pytest.mark.parametrize("runtime", ["nvhtm", "undo"])
+def test_crash_fuzzing_a_bulk_built_image(runtime: str) -> None:
+    rep = stamp.fuzz(runtime, "vacation", params={"build": "bulk"})
+    assert rep.ok, crashfuzz.format_report(rep)
+
+
 @pytest.mark.slow
 def test_stamps_2_20_relations_build_in_bulk() -> None:
     """STAMP's -r1048576: four trees of 2**20 nodes, 21 levels each (ceil(log2(2**20 + 1)))."""
@@ -270,6 +277,6 @@ def test_stamps_2_20_relations_build_in_bulk() -> None:
     assert rt.heap.allocated() == set(np.concatenate(nodes).tolist())
     ids, vals = wl.initial_arrays()[CAR]
     first = int(nodes[CAR].min())  # the lowest block: the first car inserted
-    assert rt.peek(first, KEY) == ids[0] and rt.peek(first, VALUE + 3) == vals[0] & 0xFFFF
+    assert rt.peek(first, KEY) == ids[0] and rt.peek(first, VALUE + PRICE) == vals[0] & 0xFFFF
     s.run(10)
     assert rt.commits == 10
