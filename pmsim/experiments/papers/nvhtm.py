@@ -360,9 +360,9 @@ marker a transaction."""
 VACATION = {"high": {"queries": 4, "query_pct": 60.0, "user_pct": 90.0},
             "low": {"queries": 2, "query_pct": 90.0, "user_pct": 98.0}}
 """STAMP's Vacation-High (``-n4 -q60 -u90``) and -Low (``-n2 -q90 -u98``)."""
-VACATION_RELATIONS = 1 << 15
-"""Records per table: STAMP's ``-r1048576`` is 2**20; pmsim builds the initial trees in Python
-(about 0.5 ms a record), so the runs use 2**15, trees 15 levels deep instead of 20
+VACATION_RELATIONS = 1 << 20
+"""Records per table: STAMP's ``-r1048576``. The initial trees are laid out in bulk from their
+sorted keys (21 levels; random inserts give 24-25), about 1.7 s a point and 1.4 GB at most
 (:mod:`pmsim.workloads.vacation`)."""
 VACATION_SLOTS = {"high": 7.5, "low": 6.0}
 """Log slots of an average Vacation transaction (NV-HTM NLP's writes with the marker, measured
