@@ -78,6 +78,17 @@ def make_engine(cfg: MachineConfig, backend: str | None = None, timed: bool = Tr
     raise ConfigError(f"unknown backend {backend!r}; use 'c' or 'python'")
 
 
+def _moved_alone(env: simpy.Environment, ahead: float) -> bool:
+    """Whether a thread ``ahead`` ns ahead of SimPy's time may carry on without waiting: when
+    nothing else is due by then, SimPy would resume it next, so its time is moved exactly as
+    that timeout would move it, without a scheduler round trip."""
+    due = env._now + ahead  # what SimPy would schedule the timeout at
+    if env.peek() > due:
+        env._now = due
+        return True
+    return False
+
+
 class Cpu:
     """One hardware thread. Instruction methods are bound straight to the engine for speed."""
 
@@ -170,13 +181,8 @@ class Cpu:
         env = self.machine.env
         ahead = self._get_clock() - env.now
         if ahead > 0:
-            due = env._now + ahead  # what SimPy would schedule the timeout at
-            if env.peek() > due:
-                # Nothing else is due by then, so SimPy would resume this thread next: move
-                # time as that timeout would and carry on, without a scheduler round trip.
-                env._now = due
-                return
-            yield env.timeout(ahead)
+            if not _moved_alone(env, ahead):
+                yield env.timeout(ahead)
         elif ahead < 0:
             self._set_clock(env.now)
 
@@ -187,11 +193,8 @@ class Cpu:
         m = self.machine
         env = m.env
         ahead = self._get_clock() - env.now
-        if ahead > 0 and ahead >= (m.quantum_ns if quantum_ns is None else quantum_ns):
-            due = env._now + ahead  # sync() inlined: this is the hottest pause point
-            if env.peek() > due:
-                env._now = due
-                return
+        if ahead > 0 and ahead >= (m.quantum_ns if quantum_ns is None else quantum_ns) \
+                and not _moved_alone(env, ahead):  # sync() inlined: the hottest pause point
             yield env.timeout(ahead)
 
     def wait(self, event: simpy.Event) -> Generator[Any, Any, None]:

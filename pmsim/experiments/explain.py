@@ -24,7 +24,7 @@ from typing import Any
 
 from ..config import MachineConfig
 from ..presets import preset
-from .claims import Paper, Rows, measure, run_points, scoreboard
+from .claims import Paper, Rows, get_paper, measure, run_points, scoreboard
 from .sweep import point_key
 
 COMPONENTS: tuple[tuple[str, str], ...] = (
@@ -93,8 +93,6 @@ def _longer(point: Mapping[str, Any]) -> dict[str, Any] | None:
     """A point with a log (a ``log_slots`` option) of an experiment that allows it
     (``Experiment.longer_runs``): its transactions, warm-up and log ten times larger, so the
     log holds ten times as many transactions in a run as long in proportion; None for others."""
-    from .claims import get_paper
-
     opts = dict(point.get("options") or {})
     if "log_slots" not in opts or not point.get("paper"):
         return None
