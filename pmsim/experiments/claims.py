@@ -119,19 +119,22 @@ class Checks:
     """Sub-checks of one claim: each records what was measured and, if it fails, why.
     ``finding()`` holds only if every sub-check held; its explanation joins the reasons of
     the failed ones into one sentence. A :meth:`regime` check that was not reached makes the
-    finding "scale-limited" whatever the others found: they could not have failed."""
+    finding "scale-limited" whatever the others found: they could not have failed. A regime of
+    one part of the claim (``part=True``: one benchmark of several) that was not reached makes
+    it scale-limited only if no other part differs."""
 
     def __init__(self) -> None:
         self.parts: list[str] = []
         self.failed: list[str] = []
         self.unreached: list[str] = []
+        self.unreached_parts: list[str] = []
 
-    def regime(self, reached: bool, measured: str, why: str) -> bool:
-        """Whether the run reached the regime the claim is about; ``why`` says what it did not
-        reach and what would (the scale, the thread count)."""
+    def regime(self, reached: bool, measured: str, why: str, part: bool = False) -> bool:
+        """Whether the run reached the regime the claim (``part``: one part of it) is about;
+        ``why`` says what it did not reach and what would (the scale, the thread count)."""
         self.parts.append(measured + ("" if reached else " (regime not reached)"))
         if not reached:
-            self.unreached.append(why)
+            (self.unreached_parts if part else self.unreached).append(why)
         return reached
 
     def expect(self, ok: bool, measured: str, why: str) -> bool:
@@ -156,6 +159,9 @@ class Checks:
             why = "; ".join(w.rstrip(".") for w in self.unreached) + "."
             return Finding("scale-limited", measured, why[0].upper() + why[1:])
         if not self.failed:
+            if self.unreached_parts:
+                why = "; ".join(w.rstrip(".") for w in self.unreached_parts) + "."
+                return Finding("scale-limited", measured, why[0].upper() + why[1:])
             return Finding("holds", measured)
         why = "; ".join(w.rstrip(".") for w in self.failed) + "."
         return Finding("differs", measured, why[0].upper() + why[1:])

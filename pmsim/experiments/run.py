@@ -217,6 +217,7 @@ def run_experiment(runtime: str | type | Mutant, workload: WorkloadArg,
     k1 = rt.counters()
     counters = {k: float(v - k0.get(k, 0)) for k, v in k1.items()}
     counters.update(hw_abort_counters(before, after))
+    counters.update(rt.facts())
     return RunResult(
         runtime=runtime, workload=workload, domain=m.config.domain, threads=threads,
         txs=commits + aborts, commits=commits, aborts=aborts, sim_ns=sim,

@@ -256,6 +256,12 @@ class Runtime(PersistSteps, AllocLog, BackgroundThreads):
         the measured period as columns. Default: none."""
         return {}
 
+    def facts(self) -> dict[str, float]:
+        """Figures of the run's configuration that the runtime settled itself (a log it had to
+        enlarge, say), reported beside the counters as they are, not as a change. Default:
+        none."""
+        return {}
+
     def _static_words(self, offset: int) -> list[int]:
         """The word at byte ``offset`` of every static object."""
         return [s.obj(i) + offset for s in self.layout.statics for i in range(s.count)]

@@ -171,7 +171,7 @@ def world(**k: float) -> list[dict[str, Any]]:
             rows += [_row(exp, "nvhtm-nlp", th, nv, 500, wf=t2["nvhtm-nlp"]),
                      _row(exp, "nvhtm-nlp", th, nv, 50, wf=t2["nvhtm-nlp"]),
                      _row(exp, "nvhtm", th, nv, 500, wf=t2["nvhtm-nlp"]),
-                     _row(exp, "nvhtm", th, nv * ten * g["kprune"], 50,
+                     _row(exp, "nvhtm", th, nv * ten * g["kprune"], 2,  # fills ~10 times
                           wf=(w10 * g["kwf"], f10)),
                      _row(exp, "phtm", th, nv / over_htm * g["kphtm"], wf=t2["phtm"],
                           rate=0.9 * g["irate"] if intruder else 0.1),
@@ -237,6 +237,28 @@ def test_n12_reads_each_benchmark(knob: dict[str, float], bench: str) -> None:
     b = _board(world(**knob))["N12"]
     assert b["verdict"] == "differs"
     assert bench in b["explanation"], b["explanation"]
+
+
+def _raise_log(rows: list[dict[str, Any]], exp: str, slots: float) -> None:
+    """The 10x rows of ``exp`` as a runtime reports a log it raised to ``slots``."""
+    small = min(r["log_slots"] for r in rows if r["experiment"] == exp
+                and r["runtime"] == "nvhtm")
+    for r in rows:
+        if r["experiment"] == exp and r["runtime"] == "nvhtm" and r["log_slots"] == small:
+            r["nvhtm.log_slots"] = slots
+
+
+def test_n14_raised_log_is_scale_limited_not_a_pass() -> None:
+    """A 10x log the runtime had to raise (it holds much of the run) cannot test its part of
+    N14: scale-limited, saying so, while the parts that were reached still decide."""
+    rows = world()
+    _raise_log(rows, "fig9-vacation-low", 10_000.0)
+    b = _board(rows)["N14"]
+    assert b["verdict"] == "scale-limited", b["measured"]
+    assert "Vacation-Low" in b["explanation"] and "10,000 slots" in b["explanation"]
+    rows = world(kprune=0.7)
+    _raise_log(rows, "fig9-vacation-low", 10_000.0)
+    assert _board(rows)["N14"]["verdict"] == "differs"
 
 
 def test_table1_predicates_differ_when_counts_move() -> None:

@@ -264,6 +264,35 @@ def test_a_log_smaller_than_a_transaction_is_refused() -> None:
         session("bank", 1, runtime=Tiny)
 
 
+SMALL_LOG = "nvhtm[log_slots=16,largest_tx_slots=8]"
+"""A log smaller than two of the hash map's declared largest transaction (24 slots), kept at
+its size because its real transactions log at most 8."""
+
+
+def test_largest_tx_slots_keeps_a_small_log_and_reports_it() -> None:
+    raised = session("hashmap", 2, runtime="nvhtm[log_slots=16]", txs=20)
+    kept = session("hashmap", 2, runtime=SMALL_LOG, txs=20)
+    for s in (raised, kept):
+        s.run(20)
+        assert s.check()
+    assert raised.runtime.facts() == {"nvhtm.log_slots": 24.0}
+    assert kept.runtime.facts() == {"nvhtm.log_slots": 16.0}
+    assert kept.runtime.counters()["nvhtm.cp_runs"] > raised.runtime.counters()["nvhtm.cp_runs"]
+
+
+def test_a_transaction_larger_than_the_kept_log_stops_the_run() -> None:
+    s = session("hashmap", 1, runtime="nvhtm[log_slots=8,largest_tx_slots=4]", txs=20)
+    with pytest.raises(ConfigError, match="largest_tx_slots"):
+        s.run(20)
+
+
+def test_crash_fuzzing_a_kept_small_log() -> None:
+    rep = fuzz(FuzzConfig(runtime=SMALL_LOG, workload="hashmap", threads=2, txs=8,
+                          idempotence=2))
+    assert rep.ok, crashfuzz.format_report(rep)
+    assert rep.exhaustive
+
+
 def test_counters_report_aborts_by_cause() -> None:
     s = session("bank", 4, runtime="nvhtm-fine", txs=20)
     s.run(20)
