@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from pmsim.experiments.claims import measure
-from pmsim.experiments.papers import dudetx, loc
+from pmsim.experiments.papers import dudetx, loc, nvhtm
+from pmsim.experiments.run import run_experiment
 from pmsim.presets import preset
+from pmsim.runtimes.nvhtm import nvhtm as nvhtm_rt
 from pmsim.workloads.session import Session
 
 
@@ -49,3 +51,37 @@ def test_loc_full_data_sets_are_4x_the_llc(key: str) -> None:
     nodes of 4 KB from 196,608 inserts, 5.6 MiB; about a minute to build)."""
     data, llc = _data_bytes(key, 0)
     assert data >= 4 * llc
+
+
+def _largest_logged(monkeypatch: pytest.MonkeyPatch, exp: str, threads: int) -> int:
+    """The largest transaction (log slots: entries and the marker) NV-HTM NLP logs on the
+    experiment's workload at its full scale and seed."""
+    sizes: list[int] = []
+    orig = nvhtm_rt.NvHtmRuntime._count_update
+
+    def count(self: nvhtm_rt.NvHtmRuntime, s: int, e: int) -> None:
+        sizes.append(e - s)
+        orig(self, s, e)
+
+    monkeypatch.setattr(nvhtm_rt.NvHtmRuntime, "_count_update", count)
+    e = next(x for x in nvhtm.EXPERIMENTS if x.name == f"fig9-{exp}")
+    run_experiment("nvhtm-nlp", e.workload, nvhtm.PRESET[0], threads=threads, txs=e.txs,
+                   warmup=e.warmup, params=dict(e.params), seed=1)
+    return max(sizes)
+
+
+@pytest.mark.parametrize("exp", ["intruder", "yada"])
+def test_nvhtm_largest_transactions_fit_the_measured_bound(monkeypatch: pytest.MonkeyPatch,
+                                                            exp: str) -> None:
+    """The measured largest transactions that keep Fig. 9's small logs at their size
+    (``LARGEST_TX``) bound what the experiments' seed logs; a change to the workload that
+    logs more must remeasure them."""
+    assert _largest_logged(monkeypatch, exp, 4) <= nvhtm.LARGEST_TX[exp]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("exp", ["vacation-high", "vacation-low"])
+def test_nvhtm_largest_vacation_transactions_fit_the_measured_bound(
+        monkeypatch: pytest.MonkeyPatch, exp: str) -> None:
+    """As above for Vacation at STAMP's 2**20 records (some 10 s a run)."""
+    assert _largest_logged(monkeypatch, exp, 4) <= nvhtm.LARGEST_TX[exp]
