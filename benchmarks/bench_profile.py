@@ -290,12 +290,14 @@ def measured(run: Callable[[], float], wrap: Callable[[Callable[[], None]], Any]
 
 
 def profiled(body: Callable[[], None]) -> pstats.Stats:
+    """``body`` run under cProfile, its statistics."""
     prof = cProfile.Profile()
     prof.runcall(body)
     return pstats.Stats(prof)
 
 
 def shares(secs: dict[str, float]) -> dict[str, float]:
+    """Each layer's seconds as a fraction of all of them."""
     tot = sum(secs.values())
     return {k: secs.get(k, 0.0) / tot if tot else 0.0 for k in LAYERS}
 
@@ -311,10 +313,12 @@ PROTOCOL = ("protocol",)
 
 
 def pct(x: float) -> str:
+    """A fraction as a percentage with one decimal."""
     return f"{100 * x:.1f}%"
 
 
 def timed(body: Callable[[], None]) -> float:
+    """Wall seconds ``body`` takes."""
     t = time.perf_counter()
     body()
     return time.perf_counter() - t
@@ -419,7 +423,7 @@ def main() -> None:
     ap.add_argument("--interval", type=float, default=1.0, help="sampling interval, ms")
     ap.add_argument("--only", default="", help="only the runs whose key holds this text")
     args = ap.parse_args()
-    repeat = min(3, args.repeat) if args.quick else max(1, args.repeat)
+    repeat = min(3, max(1, args.repeat)) if args.quick else max(1, args.repeat)
     print(f"# host: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}, commit {_commit()}; sampling every "
           f"{args.interval} ms, {repeat} sampled run(s) a case")

@@ -49,11 +49,17 @@ def result_table(results: Sequence[RunResult]) -> str:
 def counter_table(r: RunResult) -> str:
     """A run's runtime counters (aborts by cause, log traffic in each counting mode...) with
     their totals and per committed transaction (the machine's ``hw.*`` counts are left to
-    :func:`~.run.abort_summary`)."""
+    :func:`~.run.abort_summary`), then the runtime's facts (a log's real size), which have no
+    per-transaction figure."""
     n = max(r.commits, 1)
-    return format_table([{"counter": k, "total": num(int(v) if float(v).is_integer() else v),
-                          "per tx": num(v / n)}
-                         for k, v in sorted(r.counters.items()) if not k.startswith("hw.")])
+
+    def total(v: float) -> str:
+        return num(int(v) if float(v).is_integer() else v)
+
+    rows = [{"counter": k, "total": total(v), "per tx": num(v / n)}
+            for k, v in sorted(r.counters.items()) if not k.startswith("hw.")]
+    rows += [{"counter": k, "total": total(v), "per tx": "-"} for k, v in sorted(r.facts.items())]
+    return format_table(rows)
 
 
 def _add_run(p: argparse.ArgumentParser) -> None:

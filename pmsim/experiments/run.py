@@ -58,6 +58,9 @@ class RunResult:
     wpq_stall_ns_per_tx: float = 0.0
     sb_stall_ns_per_tx: float = 0.0
     counters: dict[str, float] = field(default_factory=dict)
+    facts: dict[str, float] = field(default_factory=dict)
+    """Figures the runtime settled itself (:meth:`~pmsim.runtimes.base.Runtime.facts`), as
+    they are: columns beside the counters, not a change over the measured period."""
     params: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
@@ -73,6 +76,7 @@ class RunResult:
         d = asdict(self)
         d.pop("config")
         d.update(d.pop("counters"))
+        d.update(d.pop("facts"))
         d["params"] = ";".join(f"{k}={v}" for k, v in sorted(self.params.items()))
         d["tx_per_wall_s"] = self.tx_per_wall_s
         return d
@@ -217,7 +221,6 @@ def run_experiment(runtime: str | type | Mutant, workload: WorkloadArg,
     k1 = rt.counters()
     counters = {k: float(v - k0.get(k, 0)) for k, v in k1.items()}
     counters.update(hw_abort_counters(before, after))
-    counters.update(rt.facts())
     return RunResult(
         runtime=runtime, workload=workload, domain=m.config.domain, threads=threads,
         txs=commits + aborts, commits=commits, aborts=aborts, sim_ns=sim,
@@ -233,6 +236,7 @@ def run_experiment(runtime: str | type | Mutant, workload: WorkloadArg,
         barrier_stall_ns_per_tx=delta("barrier_stall_ns") / max(commits, 1),
         wpq_stall_ns_per_tx=delta("wpq_stall_ns") / max(commits, 1),
         sb_stall_ns_per_tx=delta("sb_stall_ns") / max(commits, 1), counters=counters,
+        facts=rt.facts(),
         params=dict(params or {}), config=m.config.to_dict(), seed=seed,
         backend=m.backend, version=__version__)
 

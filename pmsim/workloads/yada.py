@@ -315,6 +315,11 @@ class Mesh:
                                          f"{a}-{b} of its cavity")
                     border.append((a, b, 0, -1))
                     continue
+                if n in rejected and orient(a, b, p) <= 0:
+                    cavity[n] = rejected.pop(n)  # p on or beyond this edge: the fan would fold
+                    frontier.append(n)
+                    border[:] = [e for e in border if e[2] != n]
+                    continue
                 if n not in rejected:
                     known = n in self._seen
                     wn = self._seen[n] if known else self.read(n)

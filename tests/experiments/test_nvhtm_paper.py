@@ -261,6 +261,12 @@ def test_n14_raised_log_is_scale_limited_not_a_pass() -> None:
     assert _board(rows)["N14"]["verdict"] == "differs"
 
 
+def test_n14_without_nvhtm_rows_is_not_run() -> None:
+    rows = [r for r in world() if not (r["experiment"].startswith("fig9")
+                                      and r["runtime"] == "nvhtm")]
+    assert _board(rows)["N14"]["verdict"] == "not run"
+
+
 def test_table1_predicates_differ_when_counts_move() -> None:
     rows = world()
     for r in rows:

@@ -6,7 +6,6 @@ import pytest
 
 from pmsim.experiments.claims import measure
 from pmsim.experiments.papers import dudetx, loc, nvhtm
-from pmsim.experiments.run import run_experiment
 from pmsim.presets import preset
 from pmsim.runtimes.nvhtm import nvhtm as nvhtm_rt
 from pmsim.workloads.session import Session
@@ -54,8 +53,8 @@ def test_loc_full_data_sets_are_4x_the_llc(key: str) -> None:
 
 
 def _largest_logged(monkeypatch: pytest.MonkeyPatch, exp: str, threads: int) -> int:
-    """The largest transaction (log slots: entries and the marker) NV-HTM NLP logs on the
-    experiment's workload at its full scale and seed."""
+    """The largest transaction (log slots: entries and the marker) NV-HTM NLP logs in the
+    experiment's own full-scale point (its options, seed and warm-up)."""
     sizes: list[int] = []
     orig = nvhtm_rt.NvHtmRuntime._count_update
 
@@ -64,9 +63,9 @@ def _largest_logged(monkeypatch: pytest.MonkeyPatch, exp: str, threads: int) -> 
         orig(self, s, e)
 
     monkeypatch.setattr(nvhtm_rt.NvHtmRuntime, "_count_update", count)
-    e = next(x for x in nvhtm.EXPERIMENTS if x.name == f"fig9-{exp}")
-    run_experiment("nvhtm-nlp", e.workload, nvhtm.PRESET[0], threads=threads, txs=e.txs,
-                   warmup=e.warmup, params=dict(e.params), seed=1)
+    (point,) = [p for p in nvhtm.PAPER.points(only=[f"fig9-{exp}"])
+                if p["runtime"] == "nvhtm-nlp" and p["threads"] == threads]
+    measure(point)
     return max(sizes)
 
 

@@ -265,8 +265,9 @@ def test_a_log_smaller_than_a_transaction_is_refused() -> None:
 
 
 SMALL_LOG = "nvhtm[log_slots=16,largest_tx_slots=8]"
-"""A log smaller than two of the hash map's declared largest transaction (24 slots), kept at
-its size because its real transactions log at most 8."""
+"""A log of 16 slots kept below two of the hash map's declared largest transaction (11 slots,
+which its transactions do reach: 24 slots in whole lines) by a smaller ``largest_tx_slots``:
+its larger transactions abort on LOG_FULL and wait for the checkpointer."""
 
 
 def test_largest_tx_slots_keeps_a_small_log_and_reports_it() -> None:
