@@ -184,7 +184,7 @@ def world(**k: float) -> list[dict[str, Any]]:
             w10, f10 = t3["10x"]
             rows += [_row(exp, "nvhtm-nlp", th, nv, 500, wf=t3["nvhtm-nlp"]),
                      _row(exp, "nvhtm", th, nv, 500, wf=t3["nvhtm-nlp"]),
-                     _row(exp, "nvhtm", th, nv, 50, wf=(w10 * g["wf"], f10)),
+                     _row(exp, "nvhtm", th, nv, 5, wf=(w10 * g["wf"], f10)),  # fills ~10x
                      _row(exp, "phtm", th, nv / 3, wf=t3["phtm"]),
                      _row(exp, "pstm", th, nv / 2, wf=t3["pstm"]),
                      _row(exp, "htm", th, nv / (1 - gap) * g["htm"])]
@@ -259,6 +259,14 @@ def test_n14_raised_log_is_scale_limited_not_a_pass() -> None:
     rows = world(kprune=0.7)
     _raise_log(rows, "fig9-vacation-low", 10_000.0)
     assert _board(rows)["N14"]["verdict"] == "differs"
+
+
+def test_n17_raised_tpcc_log_is_scale_limited() -> None:
+    rows = world()
+    _raise_log(rows, "fig10-tpcc-b", 10_000.0)
+    _raise_log(rows, "fig10-tpcc-a", 10_000.0)
+    b = _board(rows)["N17"]
+    assert b["verdict"] == "scale-limited" and "TPC-C B" in b["explanation"], b["measured"]
 
 
 def test_n14_without_nvhtm_rows_is_not_run() -> None:
