@@ -642,23 +642,40 @@ def check_n2(rows: Rows) -> Finding:
     return c.finding()
 
 
+def _sum(rows: Rows, col: str) -> float:
+    """``col`` summed over ``rows`` (a missing or empty figure counts 0)."""
+    return sum(float(r.get(col, 0.0) or 0.0) for r in rows)
+
+
+def _mean(rows: Rows, col: str) -> float:
+    """``col`` averaged over ``rows`` (a missing or empty figure counts 0)."""
+    return float(np.mean([float(r.get(col, 0.0) or 0.0) for r in rows]))
+
+
+def _wait_share(rows: Rows) -> float:
+    """The share of the workers' thread time spent waiting for log space."""
+    time = sum(float(r.get("sim_ns", 0.0) or 0.0) * int(r["threads"]) for r in rows)
+    return _sum(rows, "nvhtm.log_wait_ns") / time if time else 0.0
+
+
+def _below(slow: float) -> str:
+    """A slowdown against NLP in words: "4.0% below", or "3.0% above" when faster."""
+    return f"{abs(slow):.1%} {'below' if slow >= 0 else 'above'}"
+
+
 def _log_waits(v: dict[str, Rows], name: str, threads: int, who: str = "its") -> str:
     """How a log variant's workers fared at ``threads``, measured: their fence stalls a
     transaction beside NLP's, their share of thread time spent waiting for log space, the
     transactions a thread's log holds, checkpoints run."""
     sel = v[name].where(threads=threads)
-    stall = float(np.mean([float(r.get("barrier_stall_ns_per_tx", 0.0) or 0.0) for r in sel]))
-    nlp = v[NLP].where(threads=threads)
-    base = float(np.mean([float(r.get("barrier_stall_ns_per_tx", 0.0) or 0.0) for r in nlp]))
-    wait = sum(float(r.get("nvhtm.log_wait_ns", 0.0) or 0.0) for r in sel)
-    time = sum(float(r.get("sim_ns", 0.0) or 0.0) * int(r["threads"]) for r in sel)
-    entries = sum(float(r.get("nvhtm.paper_writes", 0.0) or 0.0) for r in sel)
-    commits = sum(float(r.get("commits", 0.0) or 0.0) for r in sel)
+    stall = _mean(sel, "barrier_stall_ns_per_tx")
+    base = _mean(v[NLP].where(threads=threads), "barrier_stall_ns_per_tx")
+    entries, commits = _sum(sel, "nvhtm.paper_writes"), _sum(sel, "commits")
     slots = _log_fill(v, name, threads)[1]
     holds = slots / (entries / commits) if entries and commits else 0.0
-    runs = sum(float(r.get("nvhtm.cp_runs", 0.0) or 0.0) for r in sel)
+    runs = _sum(sel, "nvhtm.cp_runs")
     return (f"{who} workers stall at fences {stall:,.0f} ns a transaction (NLP {base:,.0f}) and "
-            f"wait for log space {wait / time if time else 0.0:.0%} of their time (a log holds "
+            f"wait for log space {_wait_share(sel):.0%} of their time (a log holds "
             f"about {holds:,.0f} transactions, the run is {commits / max(threads, 1):,.0f} a "
             f"thread; {runs:,.0f} checkpoints)")
 
@@ -701,9 +718,9 @@ def check_n4(rows: Rows) -> Finding:
 def _cp_work(v: dict[str, Rows], name: str, threads: int) -> str:
     """The checkpointer's PS writes and line flushes a committed transaction, measured."""
     sel = v[name].where(threads=threads)
-    commits = sum(float(r.get("commits", 0.0) or 0.0) for r in sel) or 1.0
-    words = sum(float(r.get("nvhtm.cp_words", 0.0) or 0.0) for r in sel) / commits
-    lines = sum(float(r.get("nvhtm.cp_flushes", 0.0) or 0.0) for r in sel) / commits
+    commits = _sum(sel, "commits") or 1.0
+    words = _sum(sel, "nvhtm.cp_words") / commits
+    lines = _sum(sel, "nvhtm.cp_flushes") / commits
     return f"writes {words:.2f} words and flushes {lines:.2f} lines a transaction"
 
 
@@ -1125,7 +1142,7 @@ def _log_fill(v: dict[str, Rows], name: str, threads: int) -> tuple[float, float
         raise MissingRows(f"no measured row of the {name} log at {threads} threads")
     asked = float(sel[0].get("log_slots", 0.0) or 0.0)
     had = float(sel[0].get("nvhtm.log_slots", 0.0) or 0.0) or asked
-    logged = float(np.mean([float(r.get("nvhtm.paper_writes", 0.0) or 0.0) for r in sel]))
+    logged = _mean(sel, "nvhtm.paper_writes")
     return (logged / threads / had if had else 0.0), had, asked
 
 
@@ -1155,15 +1172,13 @@ def check_n14(rows: Rows) -> Finding:
         else:
             lo, hi = want / TOL, want * TOL
             ok, what = lo <= slow <= hi, f"paper {want:.0%}, [{lo:.0%}, {hi:.0%}]"
-        measured = (f"{label}: 10x {abs(slow):.1%} {'below' if slow >= 0 else 'above'} NLP "
-                    f"on average ({what})")
+        measured = f"{label}: 10x {_below(slow)} NLP on average ({what})"
         if fills < LOG_FILLS:
             c.regime(False, f"{measured}, its log filled {fills:.1f} times",
                      _unfilled(label, top, fills, had, asked, exp in FIXED_WORK), part=True)
             continue
         c.expect(ok, measured,
-                 f"on {label} the 10x log runs {abs(slow):.1%} "
-                 f"{'below' if slow >= 0 else 'above'} NLP on average ({what}): "
+                 f"on {label} the 10x log runs {_below(slow)} NLP on average ({what}): "
                  f"{_cp_cost(v, top)}")
     return c.finding()
 
@@ -1182,19 +1197,13 @@ def _cp_cost(v: dict[str, Rows], th: int) -> str:
     space, fence stalls and LLC misses a transaction, and the log's size."""
     r = v["10x"].where(threads=th)
     n = v[NLP].where(threads=th)
-
-    def mean(rs: Rows, k: str) -> float:
-        return float(np.mean([float(x.get(k, 0.0) or 0.0) for x in rs]))
-
-    runs = mean(r, "nvhtm.cp_runs")
-    time = mean(r, "sim_ns") * th
-    wait = mean(r, "nvhtm.log_wait_ns") / time if time else 0.0
     fills, had, _ = _log_fill(v, "10x", th)
-    return (f"at {th} threads the checkpointer ran {runs:.0f} times, workers waited for log "
-            f"space {wait:.1%} of their time, and stalled at fences "
-            f"{mean(r, 'barrier_stall_ns_per_tx'):,.0f} ns a transaction (NLP "
-            f"{mean(n, 'barrier_stall_ns_per_tx'):,.0f}) with {mean(r, 'llc_misses_per_tx'):.1f} "
-            f"LLC misses (NLP {mean(n, 'llc_misses_per_tx'):.1f}); the log is "
+    return (f"at {th} threads the checkpointer ran {_mean(r, 'nvhtm.cp_runs'):.0f} times, "
+            f"workers waited for log space {_wait_share(r):.1%} of their time, and stalled at "
+            f"fences {_mean(r, 'barrier_stall_ns_per_tx'):,.0f} ns a transaction (NLP "
+            f"{_mean(n, 'barrier_stall_ns_per_tx'):,.0f}) with "
+            f"{_mean(r, 'llc_misses_per_tx'):.1f} LLC misses (NLP "
+            f"{_mean(n, 'llc_misses_per_tx'):.1f}); the log is "
             f"{had * SLOT / 1024:,.1f} KiB a thread (the paper's 40 MB), filled {fills:.1f} "
             "times")
 

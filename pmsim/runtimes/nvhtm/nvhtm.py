@@ -250,10 +250,10 @@ class NvHtmRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
     largest_tx_slots: ClassVar[int] = 0
     """Slots of the largest transaction the log must hold (``log_slots`` is raised to two of
     them). 0: the bound the workload declares (``PMSpec.max_tx_words``), which can be far
-    above what its transactions log (Vacation at 2**20 records declares 3,552 words and logs
-    at most 34 entries); an experiment that measured its workload's largest transaction sets
-    it so that a small log keeps its size. A transaction that does not fit an empty log still
-    stops the run with an error that says so."""
+    above what its transactions log (Vacation-High at 2**20 records declares 3,552 words;
+    its largest transaction logs 47 slots); an experiment that measured its workload's largest
+    transaction sets it so that a small log keeps its size. A transaction that does not fit an
+    empty log still stops the run with an error that says so."""
     prune_threshold: ClassVar[float | None] = 0.5
     """Log occupancy (fraction of the slots) that starts a checkpoint (paper: 50%; the "85%"
     setting: 0.85). None = no pruning during the run (NLP): the checkpointer runs only when a
