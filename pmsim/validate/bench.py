@@ -148,22 +148,43 @@ BODIES: dict[str, Body] = {"Read": _read_body, "Write(ntstore)": _ntstore_body,
 """The published series' names and the thread bodies that reproduce them."""
 
 
+def _run_threads(name: str, kind: str, threads: int, access: int, bytes_per_thread: int,
+                 seed: int, group: int, sequential: bool) -> tuple[Machine, float]:
+    """Run ``threads`` threads of body ``kind`` over their own parts of PM; the machine and
+    the bytes moved per ns (GB/s)."""
+    m = machine(name, threads, seed)
+    rng = np.random.default_rng(seed)
+    n = max(1, bytes_per_thread // access)
+    for tid in range(threads):
+        base, size = _slice(threads, tid)
+        if sequential:
+            offs = (np.arange(n, dtype=np.int64) * access) % (size - size % access)
+        else:
+            offs = rng.integers(0, size // access, n) * access
+        m.spawn(BODIES[kind], tid, base, access, offs, group)
+    m.run()
+    t = max(m.cpu(tid).clock for tid in range(threads))
+    return m, threads * n * access / t
+
+
 def bandwidth(name: str, kind: str, threads: int, access: int, bytes_per_thread: int,
               seed: int, group: int = 64) -> float:
     """GB/s of ``threads`` threads each accessing random ``access``-byte chunks of its own part
     of PM (``kind``: a key of BODIES) until it moved ``bytes_per_thread``. Reads are issued
     ``group`` lines per ``load_many``: an out-of-order core's window keeps its fill buffers
     busy across chunks."""
-    m = machine(name, threads, seed)
-    rng = np.random.default_rng(seed)
-    n = max(1, bytes_per_thread // access)
-    for tid in range(threads):
-        base, size = _slice(threads, tid)
-        offs = rng.integers(0, size // access, n) * access
-        m.spawn(BODIES[kind], tid, base, access, offs, group)
-    m.run()
-    t = max(m.cpu(tid).clock for tid in range(threads))
-    return threads * n * access / t  # bytes per ns = GB/s
+    return _run_threads(name, kind, threads, access, bytes_per_thread, seed, group, False)[1]
+
+
+def write_ratio(name: str, kind: str, threads: int, access: int, bytes_per_thread: int,
+                seed: int, sequential: bool = False) -> float:
+    """The effective write ratio of the bandwidth benchmark (random chunks, or each thread
+    writing its part in order): bytes written to PM over bytes written to the media, as a
+    DIMM's counters report it (1: every media line written once, whole)."""
+    m, _ = _run_threads(name, kind, threads, access, bytes_per_thread, seed, 64, sequential)
+    s = m.stats()
+    media = int(s["media_write_bytes"].sum())
+    return int(s["pm_write_bytes"].sum()) / media if media else 1.0
 
 
 # -- Fig. 9: the on-DIMM buffer ----------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 ``data/optane-fast20/`` holds the figure data of J. Yang, J. Kim, M. Hoseinzadeh,
 J. Izraelevitz, S. Swanson, "An Empirical Guide to the Behavior and Use of Scalable Persistent
-Memory", USENIX FAST 2020 (the authors' released graph data): a two-socket Xeon Platinum 8260
+Memory", USENIX FAST 2020 (the authors' released graph data, and a summary of their raw sweep
+data: ``sweep-ewr-1dimm.csv``, see the folder's README): a two-socket Xeon Platinum 8260
 (2.2 GHz) with six 256 GB first-generation Optane DIMMs per socket, App Direct mode, ADR.
 """
 
@@ -82,6 +83,18 @@ def persist_latency() -> list[Series]:
 def persist_bandwidth() -> list[Series]:
     """Fig. 12 (right): GB/s persisting writes of the given size (six DIMMs)."""
     return _columns("Fig. 12 bandwidth", "12-flush_instr_bw.csv", "write size (B)", "GB/s")
+
+
+def effective_write_ratio() -> list[Series]:
+    """The raw sweeps' EWR against threads, one DIMM (media bytes per written byte, inverted):
+    each column keeps only the thread counts it was measured at."""
+    head, rows = _read("sweep-ewr-1dimm.csv")
+    out = []
+    for j in range(1, len(head)):
+        pts = [(float(r[0]), float(r[j])) for r in rows if r[j]]
+        out.append(Series("EWR (1 DIMM)", head[j], tuple(x for x, _ in pts),
+                          tuple(y for _, y in pts), "threads", "ratio"))
+    return out
 
 
 def fence_interval() -> list[Series]:

@@ -3,7 +3,8 @@
 Every point is listed with the published value, pmsim's and their ratio; a point is within
 tolerance when the ratio is in [0.75, 1.25]. Shape checks compare ratios the paper's
 conclusions rest on (random vs sequential reads, small vs full-line writes, the write
-amplification either side of the buffer's size, write bandwidth falling with threads).
+amplification either side of the buffer's size, write bandwidth and the effective write ratio
+falling with threads).
 Points pmsim does not model are listed with the reason, never dropped silently.
 """
 
@@ -143,6 +144,12 @@ def validate(preset: str = "optane-adr", one_dimm: str = "optane-1dimm", quick: 
             xs = bench.points(s.x, quick, QUICK_THREADS)
             _series_points(r, s, xs, lambda x, n=name, k=kind: bench.bandwidth(
                 n, k, int(x), 256, 64 * 1024 * scale, seed), label)
+    # the raw sweeps' effective write ratio, one DIMM
+    for s in published.effective_write_ratio():
+        say(f"{s.figure}: {s.name}")
+        kind, order = s.name.split()
+        _series_points(r, s, list(s.x), lambda x, k=kind, o=order: bench.write_ratio(
+            one_dimm, k, int(x), 256, 64 * 1024 * scale, seed, sequential=o == "sequential"))
     # Fig. 5
     for s in published.bandwidth_size():
         say(f"{s.figure}: {s.name}")
@@ -209,6 +216,10 @@ def shapes(r: Report) -> list[Shape]:
                      worst_small <= 0.25, "every point within 0.25 of 1"))
     out.append(Shape("write amplification from 32 KB (worst |WA - 2|)", 0.2, worst_large,
                      worst_large <= 0.5, "every point within 0.5 of 2"))
+    p1, s1 = _get(r, "EWR (1 DIMM)", "Write(ntstore) random", 1)
+    p8, s8 = _get(r, "EWR (1 DIMM)", "Write(ntstore) random", 8)
+    out.append(Shape("1-DIMM random ntstore EWR at 8 threads / at 1 thread", p8 / p1, s8 / s1,
+                     abs(s8 / s1 - p8 / p1) <= TOLERANCE * p8 / p1, "within 25% of 0.67"))
     for series in ("Write(ntstore)", "Write(clwb)"):
         pts = [p for p in r.points if p.figure == "Fig. 4 (1 DIMM)" and p.series == series
                and p.pmsim is not None]
@@ -221,7 +232,7 @@ def shapes(r: Report) -> list[Shape]:
     return out
 
 
-X_LABELS = {"Fig. 4": "threads", "Fig. 5": "access size (B)", "Fig. 9": "region (B)",
+X_LABELS = {"Fig. 4": "threads", "EWR": "threads", "Fig. 5": "access size (B)", "Fig. 9": "region (B)",
             "Fig. 12 latency": "write size (B)", "Fig. 12 bandwidth": "write size (B)",
             "Fig. 13": "bytes between fences"}
 
