@@ -40,10 +40,14 @@ def _read(name: str) -> tuple[list[str], list[list[str]]]:
 
 
 def _columns(figure: str, name: str, x_label: str, unit: str) -> list[Series]:
+    """One series a column; a blank cell is no point (the column was not measured there)."""
     head, rows = _read(name)
-    xs = tuple(float(r[0]) for r in rows)
-    return [Series(figure, head[j], xs, tuple(float(r[j]) for r in rows), x_label, unit)
-            for j in range(1, len(head))]
+    out = []
+    for j in range(1, len(head)):
+        pts = [(float(r[0]), float(r[j])) for r in rows if r[j]]
+        out.append(Series(figure, head[j], tuple(x for x, _ in pts), tuple(y for _, y in pts),
+                          x_label, unit))
+    return out
 
 
 def idle_latency() -> dict[tuple[str, str], float]:
@@ -86,15 +90,8 @@ def persist_bandwidth() -> list[Series]:
 
 
 def effective_write_ratio() -> list[Series]:
-    """The raw sweeps' EWR against threads, one DIMM (media bytes per written byte, inverted):
-    each column keeps only the thread counts it was measured at."""
-    head, rows = _read("sweep-ewr-1dimm.csv")
-    out = []
-    for j in range(1, len(head)):
-        pts = [(float(r[0]), float(r[j])) for r in rows if r[j]]
-        out.append(Series("EWR (1 DIMM)", head[j], tuple(x for x, _ in pts),
-                          tuple(y for _, y in pts), "threads", "ratio"))
-    return out
+    """The raw sweeps' EWR against threads, one DIMM (written bytes over media bytes)."""
+    return _columns("EWR (1 DIMM)", "sweep-ewr-1dimm.csv", "threads", "ratio")
 
 
 def fence_interval() -> list[Series]:

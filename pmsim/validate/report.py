@@ -197,17 +197,18 @@ def _get(r: Report, figure: str, series: str, x: float) -> tuple[float, float]:
     raise KeyError((figure, series, x))
 
 
+def _ratio(name: str, top: tuple[float, float], bottom: tuple[float, float], rule: str) -> Shape:
+    """A shape that is a ratio of two (published, pmsim) points; it holds within TOLERANCE."""
+    pub, sim = top[0] / bottom[0], top[1] / bottom[1]
+    return Shape(name, pub, sim, abs(sim - pub) <= TOLERANCE * pub, rule)
+
+
 def shapes(r: Report) -> list[Shape]:
     """The issue's shape checks on the report's points."""
-    out = []
-    rp, rs = _get(r, "Fig. 2", "Optane Read\\Random", 0)
-    sp, ss = _get(r, "Fig. 2", "Optane Read\\Sequential", 0)
-    out.append(Shape("random / sequential read latency", rp / sp, rs / ss,
-                     abs(rs / ss - rp / sp) <= TOLERANCE * rp / sp, "within 25% of 1.8"))
-    a, b = _get(r, "Fig. 5 (1 DIMM)", "Write(ntstore)", 64), _get(r, "Fig. 5 (1 DIMM)",
-                                                                   "Write(ntstore)", 256)
-    out.append(Shape("64 B / 256 B ntstore bandwidth", a[0] / b[0], a[1] / b[1],
-                     abs(a[1] / b[1] - a[0] / b[0]) <= TOLERANCE * a[0] / b[0], "within 25% of 0.25"))
+    out = [_ratio("random / sequential read latency", _get(r, "Fig. 2", "Optane Read\\Random", 0),
+                  _get(r, "Fig. 2", "Optane Read\\Sequential", 0), "within 25% of 1.8"),
+           _ratio("64 B / 256 B ntstore bandwidth", _get(r, "Fig. 5 (1 DIMM)", "Write(ntstore)", 64),
+                  _get(r, "Fig. 5 (1 DIMM)", "Write(ntstore)", 256), "within 25% of 0.25")]
     small = [p for p in r.points if p.figure == "Fig. 9" and p.x <= 16384 and p.pmsim is not None]
     large = [p for p in r.points if p.figure == "Fig. 9" and p.x >= 32768 and p.pmsim is not None]
     worst_small = max(abs(p.pmsim - 1.0) for p in small)  # type: ignore[operator]
@@ -216,10 +217,9 @@ def shapes(r: Report) -> list[Shape]:
                      worst_small <= 0.25, "every point within 0.25 of 1"))
     out.append(Shape("write amplification from 32 KB (worst |WA - 2|)", 0.2, worst_large,
                      worst_large <= 0.5, "every point within 0.5 of 2"))
-    p1, s1 = _get(r, "EWR (1 DIMM)", "Write(ntstore) random", 1)
-    p8, s8 = _get(r, "EWR (1 DIMM)", "Write(ntstore) random", 8)
-    out.append(Shape("1-DIMM random ntstore EWR at 8 threads / at 1 thread", p8 / p1, s8 / s1,
-                     abs(s8 / s1 - p8 / p1) <= TOLERANCE * p8 / p1, "within 25% of 0.67"))
+    out.append(_ratio("1-DIMM random ntstore EWR at 8 threads / at 1 thread",
+                      _get(r, "EWR (1 DIMM)", "Write(ntstore) random", 8),
+                      _get(r, "EWR (1 DIMM)", "Write(ntstore) random", 1), "within 25% of 0.67"))
     for series in ("Write(ntstore)", "Write(clwb)"):
         pts = [p for p in r.points if p.figure == "Fig. 4 (1 DIMM)" and p.series == series
                and p.pmsim is not None]
@@ -232,9 +232,9 @@ def shapes(r: Report) -> list[Shape]:
     return out
 
 
-X_LABELS = {"Fig. 4": "threads", "EWR": "threads", "Fig. 5": "access size (B)", "Fig. 9": "region (B)",
-            "Fig. 12 latency": "write size (B)", "Fig. 12 bandwidth": "write size (B)",
-            "Fig. 13": "bytes between fences"}
+X_LABELS = {"Fig. 4": "threads", "EWR": "threads", "Fig. 5": "access size (B)",
+            "Fig. 9": "region (B)", "Fig. 12 latency": "write size (B)",
+            "Fig. 12 bandwidth": "write size (B)", "Fig. 13": "bytes between fences"}
 
 
 def plot(r: Report, out_dir: Path) -> list[Path]:
