@@ -63,6 +63,11 @@ def _raw(w: World, rt: str, dom: str, f: float) -> float:
     return base * (1 + w.raw_redo * f) + (4 if f else 0) * w.b(dom)
 
 
+def _stalls(barrier_ns: float) -> dict[str, float]:
+    """The stall counters of a row of this world: its barriers' fixed cost, no store buffer."""
+    return {"barrier_stall_ns_per_tx": barrier_ns, "sb_stall_ns_per_tx": 0.0}
+
+
 def rows(w: World = World()) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for dom in DOMS:
@@ -71,7 +76,8 @@ def rows(w: World = World()) -> list[dict[str, Any]]:
                 for rt in ("undo", "undo-2pb", "redo", "cow"):
                     lat, pb = _array(w, rt, dom, wp / 100, slot)
                     out.append(_row(f"array-slot{slot}", rt, dom, write_pct=wp, slot_words=slot,
-                                    lat_p50=lat, pb_per_tx=pb, throughput=1e9 / lat))
+                                    lat_p50=lat, pb_per_tx=pb, throughput=1e9 / lat,
+                                    **_stalls(pb * w.b(dom))))
         for wp in (0, 25, 50, 100):
             for rt in ("undo", "redo", "cow"):
                 lat = _raw(w, rt, dom, wp / 100)
@@ -80,10 +86,12 @@ def rows(w: World = World()) -> list[dict[str, Any]]:
         for x in (4, 16):
             for rt in ("undo", "redo", "cow"):
                 lazy = 2000 + 500 * x + (x + 4 if rt == "undo" else 4) * w.b(dom)
-                out.append(_row("alloc-x", rt, dom, x=x, lat_p50=lazy,
-                                pb_per_tx=float(x + 4 if rt == "undo" else 4)))
+                pb = float(x + 4 if rt == "undo" else 4)
+                out.append(_row("alloc-x", rt, dom, x=x, lat_p50=lazy, pb_per_tx=pb,
+                                **_stalls(pb * w.b(dom))))
                 out.append(_row("alloc-x", f"{rt}-eager", dom, x=x,
-                                lat_p50=lazy * w.eager[DOMS.index(dom)], pb_per_tx=2.0 * x))
+                                lat_p50=lazy * w.eager[DOMS.index(dom)], pb_per_tx=2.0 * x,
+                                **_stalls(2.0 * x * w.b(dom))))
         scale = {"pdom2": 1.0, "pdom1": w.kv_drop[0], "pdom0": w.kv_drop[0] * w.kv_drop[1]}
         for th in (1, 2):
             for get in (90.0, 50.0):

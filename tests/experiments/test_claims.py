@@ -105,6 +105,28 @@ def test_measured_text_comes_from_the_rows() -> None:
     assert "pdom0: eager/lazy median 1.90x" in b
 
 
+def test_explanations_quote_the_rows_stalls() -> None:
+    m2 = verdicts(DIFFER["M2"])["M2"]["explanation"]
+    assert "undo stalls 3,300 ns at its 22 barriers and redo 600 ns at its 4" in m2
+    assert "undo/redo = 2 needs a rest of about 2,100 ns in both" in m2
+    m8 = verdicts(DIFFER["M8"])["M8"]["explanation"]
+    assert "pdom1 eager/lazy has median 2.00x" in m8
+    assert "stalls 3,200 ns a transaction at them (lazy 2,000)" in m8
+
+
+def test_throughput_drops_keep_their_sign() -> None:
+    m = verdicts(DIFFER["M9b"])["M9b"]["measured"]
+    assert "undo pdom2→pdom1: -50%/-50% ✗" in m and "pdom1→pdom0: -14%/-14%" in m
+
+
+def test_write_percentages_print_as_runs() -> None:
+    from pmsim.experiments.papers.marathe import _ranges
+
+    grid = [0.0, 5.0, 20.0, 25.0, 30.0, 50.0, 100.0]
+    assert _ranges([100.0, 20.0, 25.0, 30.0], grid) == "20-30%, 100%"
+    assert _ranges([5.0], grid) == "5%"
+
+
 def test_missing_experiment_is_not_run() -> None:
     only_kv = [r for r in rows() if r["experiment"] == "kv"]
     board = {r["claim"]: r for r in scoreboard(PAPER, only_kv)}

@@ -129,6 +129,39 @@ def _grows(series: Sequence[tuple[float, float]], slack: float = TIE) -> bool:
                                                    zip(ys, ys[1:], strict=False))
 
 
+def _ranges(xs: Sequence[float], grid: Sequence[float]) -> str:
+    """``xs`` (a subset of ``grid``) as runs of neighbouring grid values: '20-100%, 5%'."""
+    idx = sorted(grid.index(x) for x in xs)
+    runs: list[list[int]] = []
+    for i in idx:
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ", ".join(f"{grid[r[0]]:g}%" if len(r) == 1 else f"{grid[r[0]]:g}-{grid[r[-1]]:g}%"
+                     for r in runs)
+
+
+def _falls(series: Sequence[tuple[float, float]], slack: float = TIE) -> str:
+    """Where a series that should grow does not: its drops beyond ``slack``, then its ends."""
+    drops = [f"from {a:.2f} at {xa:g}% to {b:.2f} at {xb:g}%"
+             for (xa, a), (xb, b) in zip(series, series[1:], strict=False) if b < a * (1 - slack)]
+    (x0, y0), (x1, y1) = series[0], series[-1]
+    ends = f"{y0:.2f} at {x0:g}% and {y1:.2f} at {x1:g}%"
+    if not drops:
+        return f"it ends no higher than it starts ({ends})"
+    return f"it falls {', '.join(drops)} (overall {ends})"
+
+
+def _barriers_at_drops(rows: Rows, series: Sequence[tuple[float, float]], dom: str) -> str:
+    """The persist barriers a transaction of undo and of redo issues where undo/redo drops."""
+    at = [xb for (_, a), (xb, b) in zip(series, series[1:], strict=False) if b < a * (1 - TIE)]
+    parts = [f"{wp:g}%: undo {rows.get('pb_per_tx', runtime='undo', domain=dom, write_pct=wp):g}"
+             f", redo {rows.get('pb_per_tx', runtime='redo', domain=dom, write_pct=wp):g}"
+             for wp in at]
+    return f"; persist barriers per transaction there: {'; '.join(parts)}" if parts else ""
+
+
 def _fmt_series(series: Sequence[tuple[float, float]]) -> str:
     return ", ".join(f"{wp:g}%: {y:.2f}" for wp, y in series)
 
@@ -163,13 +196,20 @@ def check_m1(rows: Rows) -> Finding:
                 lat = {rt: _lat(sel, rt, dom, write_pct=wp) for rt in BASE}
                 ratios.append(lat["cow"] / min(lat["undo"], lat["redo"]))
                 beaten += [(rt, dom, wp) for rt in ("undo", "redo") if lat["cow"] < lat[rt]]
-        where = ", ".join(f"{rt} at {dom} {wp:g}%" for rt, dom, wp in beaten[:3])
+        grid = sel.values("write_pct")
+        where = " and ".join(
+            f"{rt} at {dom} {_ranges([wp for r, d, wp in beaten if (r, d) == (rt, dom)], grid)}"
+            for rt, dom in dict.fromkeys((r, d) for r, d, _ in beaten))
         why = f"at slot {slot} COW is faster than {where}"
         if beaten and all(rt == "undo" and dom == "pdom0" for rt, dom, _ in beaten):
-            why += (" because undo's W+2 barriers of 500 ns (22 at 100% writes) outweigh COW's "
-                    "copies, as they do in M7")
-        c.expect(not beaten, f"slot {slot}: COW slowest at {len(ratios) - len(beaten)}/"
-                 f"{len(ratios)} points", why)
+            wp = max(w for _, _, w in beaten)
+            stall = {rt: sel.get("barrier_stall_ns_per_tx", runtime=rt, domain="pdom0", write_pct=wp)
+                     for rt in ("undo", "cow")}
+            why += (f" because undo's barriers outweigh COW's copies, as they do in M7 (at {wp:g}% "
+                    f"writes undo stalls {stall['undo']:,.0f} ns a transaction at them, COW "
+                    f"{stall['cow']:,.0f})")
+        slowest = len(ratios) - len({(d, wp) for _, d, wp in beaten})
+        c.expect(not beaten, f"slot {slot}: COW slowest at {slowest}/{len(ratios)} points", why)
         iv = about(target)
         peak = max(ratios)
         why = (COW64 if peak < iv[0] and slot == 64 else
@@ -180,29 +220,43 @@ def check_m1(rows: Rows) -> Finding:
 
 
 def check_m2(rows: Rows) -> Finding:
-    return _undo_over_redo(rows, "pdom0", about(2.0), "~2x")
+    return _undo_over_redo(rows, "pdom0", about(2.0), "~2x", 2.0)
 
 
 def check_m3(rows: Rows) -> Finding:
-    return _undo_over_redo(rows, "pdom1", (1.0, about(1.2)[1]), "at most ~1.2x")
+    return _undo_over_redo(rows, "pdom1", (1.0, about(1.2)[1]), "at most ~1.2x", 1.2)
 
 
-def _undo_over_redo(rows: Rows, dom: str, iv: tuple[float, float], paper: str) -> Finding:
+def _undo_over_redo(rows: Rows, dom: str, iv: tuple[float, float], paper: str,
+                    target: float) -> Finding:
     c = Checks()
     peaks = []
     for exp in ("array-slot4", "array-slot64"):
         s = _ratio_series(_exp(rows, exp), "undo", "redo", dom)
-        peaks.append(max(y for _, y in s))
+        peaks += [(y, exp, wp) for wp, y in s]
         c.expect(_grows(s), f"{exp}: undo/redo {_fmt_series(s)}",
-                 f"in {exp} undo/redo does not grow with write % ({_fmt_series(s)})")
-    peak = max(peaks)
+                 f"in {exp} undo/redo does not grow at every step: {_falls(s)}"
+                 + _barriers_at_drops(_exp(rows, exp), s, dom))
+    peak, exp, wp = max(peaks)
     low = peak < iv[0]
     why = (f"undo/redo peaks at {peak:.2f}x, {'below' if low else 'above'} the paper's {paper}"
-           + ("; each of undo's W+2 barriers costs a fixed stall and the rest of a 20-slot "
-              "transaction costs ~4-6 µs at slot 4 (a 300 ns miss per line), so the ratio is "
-              "set by that calibration" if not low or dom == "pdom0" else ""))
+           + _barrier_split(_exp(rows, exp), dom, wp, target, f"{exp} at {wp:g}% writes"))
     c.expect(inside(peak, iv), f"peak {peak:.2f}x", why)
     return c.finding()
+
+
+def _barrier_split(rows: Rows, dom: str, wp: float, target: float, where: str) -> str:
+    """Undo's and redo's barrier stalls beside the rest of their transactions at one point, and
+    the rest that would give undo/redo = ``target`` with the same stalls."""
+    b = {rt: rows.get("barrier_stall_ns_per_tx", runtime=rt, domain=dom, write_pct=wp)
+         for rt in ("undo", "redo")}
+    n = {rt: rows.get("pb_per_tx", runtime=rt, domain=dom, write_pct=wp) for rt in b}
+    rest = {rt: _lat(rows, rt, dom, write_pct=wp) - b[rt] for rt in b}
+    need = (b["undo"] - target * b["redo"]) / (target - 1)
+    return (f"; in {where} undo stalls {b['undo']:,.0f} ns at its {n['undo']:g} barriers and redo "
+            f"{b['redo']:,.0f} ns at its {n['redo']:g}, and the rest of a transaction takes "
+            f"{rest['undo']:,.0f} ns (undo) and {rest['redo']:,.0f} ns (redo); with these stalls "
+            f"undo/redo = {target:g} needs a rest of about {need:,.0f} ns in both")
 
 
 def check_m4(rows: Rows) -> Finding:
@@ -317,13 +371,29 @@ def check_m8(rows: Rows) -> Finding:
         c.other_reading(f"{dom}: undo's median alone", inside(undo, iv), f"{undo:.2f}x")
         c.expect(inside(med, iv), f"{dom}: eager/lazy median {med:.2f}x ({min(rs):.2f}-"
                  f"{max(rs):.2f})", f"at {dom} eager/lazy has median {med:.2f}x, outside "
-                 f"{fmt_interval(iv)}: " + (
-                     "eager pays three barriers per allocation there (the entry, count and "
-                     "flip need a PB each without the WPQ in the domain), so the ratio scales "
-                     "with X and the barrier latency" if dom == "pdom0" else
-                     "eager pays one fixed-cost barrier per allocation, so the ratio scales "
-                     "with X and the barrier latency"))
+                 f"{fmt_interval(iv)}: " + _eager_cost(sel, dom))
     return c.finding()
+
+
+def _eager_cost(rows: Rows, dom: str) -> str:
+    """What eager undo pays over lazy undo at the largest X, from the rows' stall counters."""
+    x = max(rows.values("x"))
+
+    def m(metric: str, rt: str) -> float:
+        return rows.get(metric, runtime=rt, domain=dom, x=x)
+
+    pb = {rt: m("pb_per_tx", rt) for rt in ("undo", "undo-eager")}
+    bar = {rt: m("barrier_stall_ns_per_tx", rt) for rt in pb}
+    sb = {rt: m("sb_stall_ns_per_tx", rt) for rt in pb}
+    text = (f"at X={x:g} eager undo issues {(pb['undo-eager'] - pb['undo']) / x:.1f} more persist "
+            f"barriers per allocation ({pb['undo-eager']:g} a transaction against lazy's "
+            f"{pb['undo']:g}) and stalls {bar['undo-eager']:,.0f} ns a transaction at them "
+            f"(lazy {bar['undo']:,.0f}) and {sb['undo-eager']:,.0f} ns waiting for its store buffer "
+            f"(lazy {sb['undo']:,.0f})")
+    if sb["undo-eager"] - sb["undo"] > bar["undo-eager"] - bar["undo"]:
+        text += (": most of its extra time is spent waiting for the store buffer, which each "
+                 "barrier's fence drains, not in the barriers' own latency")
+    return text
 
 
 def _top_threads(rows: Rows) -> int:
@@ -374,17 +444,17 @@ def check_m9b(rows: Rows) -> Finding:
             vals = [sel.get("throughput", runtime=rt, domain=a, threads=th, get_pct=g)
                     / sel.get("throughput", runtime=rt, domain=b, threads=th, get_pct=g)
                     for g in mixes]
-            drops = "/".join(f"{1 - 1 / v:.0%}" for v in vals)
+            drops = "/".join(f"{1 / v - 1:+.0%}" for v in vals)
             if rt == "cow":
-                c.note(f"cow {a}→{b}: -{drops}")
+                c.note(f"cow {a}→{b}: {drops}")
                 continue
             for g, v in zip(mixes, vals, strict=True):
                 mix_ok[g] = mix_ok[g] and inside(v, iv)
             if all(inside(v, iv) for v in vals):
-                c.note(f"{rt} {a}→{b}: -{drops}")
+                c.note(f"{rt} {a}→{b}: {drops}")
             else:
-                c.note(f"{rt} {a}→{b}: -{drops} ✗")
-                bad.append(f"{rt} {a}→{b} -{drops} (paper -{drop:.0%})")
+                c.note(f"{rt} {a}→{b}: {drops} ✗")
+                bad.append(f"{rt} {a}→{b} {drops} (paper -{drop:.0%})")
     c.note(f"at {th} thread(s), mixes {'/'.join(f'{g:g}' for g in mixes)}% gets")
     good = [g for g in mixes if mix_ok[g]]
     c.other_reading("one mix in band suffices", bool(good),
@@ -488,8 +558,9 @@ CLAIMS = (
     Claim("M7", "Fig. 5g-l", "Array-RAW: COW ≈ its Array latency, undo and redo worse (log "
           "churn); PDOM-0: undo worst, even worse than COW, beyond modest write %, redo ≈ COW at "
           "modest write %; PDOM-1: undo ≈ or better than redo; PDOM-2: undo's lead grows",
-          "COW RAW/Array within ±10%; undo, redo RAW/Array > 1.05 at 100%; PDOM-0 undo slowest "
-          "at ≥50%, redo/COW within ±15% at the smallest write % > 0; PDOM-1 undo/redo ≤ 1.1; "
+          "COW RAW/Array within 10% (of the larger); undo, redo RAW/Array > 1.05 at 100%; PDOM-0 "
+          "undo slowest at ≥50%, redo and COW within 15% (of the larger) at the smallest write % "
+          "> 0; PDOM-1 undo/redo ≤ 1.1; "
           "redo/undo at 100% higher at PDOM-2 than PDOM-1 (slot 4)",
           ("raw-slot4", "array-slot4"), check_m7, "qualitative"),
     Claim("M8", "Fig. 6", "Lazy over eager allocator persistence: no change at PDOM-2, 20-30% "
