@@ -91,7 +91,9 @@ def _metrics(point: dict[str, Any]) -> dict[str, float]:
         raise AssertionError(f"no synthetic world for experiment {exp!r}: add one")
     sim_ns = commits / tp * 1e9
     if exp.startswith("fig3-") and rt == "dudetx":
-        extra["vlog_stall_ns"] = 0.001 * sim_ns * th  # 0.1% of the workers' time
+        extra.update(vlog_stall_ns=0.001 * sim_ns * th, vlog_stalls=1.0)  # 0.1% of worker time
+    elif exp.startswith("table4-") and rt.startswith("dudetx"):
+        extra.update(vlog_stall_ns=0.0, vlog_stalls=0.0)
     return {"throughput": tp, "sim_ns": sim_ns, "commits": commits, "aborts": 0.0, **extra}
 
 
@@ -132,6 +134,16 @@ def scale(col: str, factor: float, **eq: Any) -> Callable[[list[Row]], None]:
     return go
 
 
+def put(col: str, value: Callable[[Row], float], **eq: Any) -> Callable[[list[Row]], None]:
+    """Set ``col`` of the rows matching ``eq`` (at least one must match) to ``value(row)``."""
+    def go(rs: list[Row]) -> None:
+        hit = [r for r in rs if _match(r, eq)]
+        assert hit, f"perturbation matches no row: {eq}"
+        for r in hit:
+            r[col] = value(r)
+    return go
+
+
 def both(*fs: Callable[[list[Row]], None]) -> Callable[[list[Row]], None]:
     def go(rs: list[Row]) -> None:
         for f in fs:
@@ -145,8 +157,10 @@ CASES: dict[str, tuple[str, Callable[[list[Row]], None]]] = {
     "D1-band": ("D1", scale("throughput", 1.5, experiment=FIG3_B, runtime="stm")),
     "D1-intensity": ("D1", scale("throughput", (1 - SLOWDOWN["hash"]) / (1 - 0.06),
                                  experiment=FIG3_H, runtime="stm")),
-    "D2": ("D2", scale("throughput", 0.9, experiment=FIG3_B, runtime="dudetx-inf",
-                       persist_bw=16.0)),
+    "D2": ("D2", both(scale("throughput", 0.9, experiment=FIG3_B, runtime="dudetx-inf",
+                            persist_bw=16.0),
+                      scale("sim_ns", 1 / 0.9, experiment=FIG3_B, runtime="dudetx-inf",
+                            persist_bw=16.0))),
     "D3-writes": ("D3", scale("logged_entries", 3.0, experiment=FIG3_H, runtime="dudetx")),
     "D3-log-rate": ("D3", both(scale("logged_entries", 1.9, experiment=FIG3_B, runtime="dudetx"),
                                scale("sim_ns", 0.4, experiment=FIG3_B, runtime="dudetx"))),
@@ -307,3 +321,125 @@ def test_tables_as_figures(tmp_path) -> None:
     assert {r["table"] for r in mod.table_rows(Rows(rest))} == {"Table 1"}
     assert mod.PAPER.figure_data([]) == []
     assert all(draw(f, got, tmp_path, formats=("png",)) for f in mod.FIGURES)
+
+
+def test_d1_names_the_bounded_vlog_when_inf_differs_there() -> None:
+    """Outside the band, D1 gives DUDETx's added time per logged word; where DUDETx-Inf (the
+    same runtime with a vlog that never blocks) differs from it by more than D2's 5%, it says
+    how much of that time Inf does not pay instead."""
+    rs = rows()
+    scale("throughput", 0.8, experiment=FIG3_B, runtime="dudetx", persist_bw=1.0)(rs)
+    why = board(rs)["D1"]["explanation"]
+    assert "on btree (38.0%: DUDETx adds" in why
+    assert "DUDETx-Inf, identical save that its vlog never blocks Perform, runs 1.25x" in why
+    assert "a 22.5% slowdown" in why and "go with the bounded vlog filling at 1 GB/s" in why
+    assert "ns per logged word against the paper's" in why
+    scale("throughput", 0.7, experiment=FIG3_B, runtime="dudetx-inf", persist_bw=1.0)(rs)
+    why = board(rs)["D1"]["explanation"]  # Inf now slower than DUDETx: nothing goes with the vlog
+    assert "runs 0.88x DUDETx's throughput" in why and "bounded vlog filling" not in why
+    rs = rows()
+    CASES["D1-band"][1](rs)  # Inf ≈ DUDETx: the per-word figure alone
+    why = board(rs)["D1"]["explanation"]
+    assert "DUDETx-Inf" not in why and "ns per logged word against the paper's" in why
+
+
+def _vlog_bound(waits: float) -> list[Row]:
+    """Full-scale rows where DUDETx's run on btree at 1 GB/s is 1.365x DUDETx-Inf's and its
+    workers waited ``waits`` times the 2.39 ms the run grew by, in all."""
+    rs = rows(quick=False)
+    eq = {"experiment": FIG3_B, "runtime": "dudetx", "persist_bw": 1.0}
+    scale("throughput", 1 / 1.365, **eq)(rs)
+    scale("sim_ns", 1.365, **eq)(rs)
+    put("vlog_stall_ns", lambda r: waits * r["sim_ns"] * 0.365 / 1.365, **eq)(rs)
+    put("vlog_stalls", lambda r: 8.0 if waits else 0.0, **eq)(rs)
+    return rs
+
+
+@pytest.mark.parametrize(("waits", "says"), [
+    (1.17, "spread evenly over its 4 workers they would add 0.70 ms, so the 2.39 ms the run grew "
+           "by means most of them fell on the worker that finished last"),
+    (4.5, "which, spread evenly over its 4 workers, covers the 2.39 ms the run grew by"),
+    (0.5, "less than the 2.39 ms the run grew by: the rest is not waiting for vlog space"),
+    (0.0, "DUDETx's workers never waited for vlog space there"),
+])
+def test_d2_weighs_the_vlog_waits_against_the_longer_run(waits: float, says: str) -> None:
+    """D2's explanation compares how much longer DUDETx's run is than Inf's with the sum of its
+    workers' vlog waits: spread evenly they lengthen the run by a quarter of it at 4 threads,
+    all on the last worker by all of it."""
+    r = board(_vlog_bound(waits))["D2"]
+    assert r["verdict"] == "differs"
+    why = r["explanation"]
+    assert why.startswith("DUDETx-Inf differs from DUDETx by 36.5% on btree at 1 GB/s: DUDETx's "
+                          "run takes 8.95 ms against Inf's 6.56")
+    assert says in why
+    assert ("8 waits" in why) == bool(waits)
+    assert "fills and blocks Perform" not in why
+
+
+def test_d2_says_a_slower_inf_is_not_the_vlog() -> None:
+    rs = rows(quick=False)
+    CASES["D2"][1](rs)
+    why = board(rs)["D2"]["explanation"]
+    assert "on btree at 16 GB/s" in why and "is the slower" in why
+
+
+def _d12(*fs: Callable[[list[Row]], None]) -> str:
+    rs = rows()
+    for f in fs:
+        f(rs)
+    r = board(rs)["D12"]
+    assert r["verdict"] == "differs"
+    return r["explanation"]
+
+
+T4B, T4H = "table4-btree", "table4-hash"
+
+
+def test_d12_above_the_paper_keeps_volatile_htms_lead() -> None:
+    """A ratio above the paper's is not a shared bound (which pulls it toward 1): D12 says how
+    much of volatile HTM's lead DUDETx-HTM keeps and that neither run waits for vlog space."""
+    why = _d12(scale("throughput", 2.3, experiment=T4B, runtime="htm"),
+               scale("throughput", 1.5, experiment=T4B, runtime="dudetx-htm"))
+    assert why.startswith("On btree DUDETx-HTM is 2.62x DUDETx-STM against the paper's 1.75x: "
+                          "it keeps most of volatile HTM's 2.99x lead over the STM, HTM Perform "
+                          "losing 29.8% of its throughput to durability (2.99 → 2.10 Mtx/s) and "
+                          "STM Perform 20.0% (1.00 → 0.80)")
+    assert "neither waits for vlog space, so the one persist thread holds neither" in why
+    assert "bounds both" not in why
+    rs = rows()
+    CASES["D12-ratio"][1](rs)
+    assert "it exceeds volatile HTM's 1.30x lead" in board(rs)["D12"]["explanation"]
+
+
+def test_d12_below_the_paper_names_what_the_rows_show() -> None:
+    """Below the paper's ratio: the persist-thread bound only where DUDETx-HTM's workers wait
+    for vlog space; a volatile HTM lead that is itself short where it is; else the figures."""
+    low = scale("throughput", 1.17 / 1.75, experiment=T4B, runtime="dudetx-htm")
+    fast = scale("throughput", 3.0, experiment=T4B, runtime="htm")
+    why = _d12(low, fast, put("vlog_stall_ns", lambda r: 0.5 * r["sim_ns"] * r["threads"],
+                              experiment=T4B, runtime="dudetx-htm"))
+    assert ("the one persist thread's DRAM-to-PM copy bounds both: DUDETx-HTM's workers wait for "
+            "vlog space 50.0% of their time, DUDETx-STM's 0.0%, and DUDETx-HTM keeps 5.9% of "
+            "volatile HTM's 3.90x lead") in why
+    why = _d12(low, fast)
+    assert "it keeps only 5.9% of volatile HTM's 3.90x lead" in why and "bounds both" not in why
+    why = _d12(scale("throughput", 0.9, experiment=T4H, runtime="htm"),
+               scale("throughput", 1.11 / 1.45, experiment=T4H, runtime="dudetx-htm"))
+    assert ("On hash DUDETx-HTM is 1.11x DUDETx-STM against the paper's 1.45x: volatile HTM "
+            "itself is only 1.17x the STM here (1.17 against 1.00 Mtx/s), below [1.3, 1.67], and "
+            "DUDETx-HTM keeps 64.7% of that lead") in why
+
+
+def test_d5_prints_small_rates_in_ktx() -> None:
+    """TPC-C's rates are about 0.1 Mtx/s: D5 prints them in ktx/s with 3 significant digits so
+    that two that differ never print alike."""
+    rs = rows()
+    scale("throughput", 95.8 / 71.0, experiment=FIG3_C, runtime="dudetx-sync", persist_bw=1.0)(rs)
+    scale("throughput", 97.4 / 42.1, experiment=FIG3_C, runtime="mnemosyne", persist_bw=1.0)(rs)
+    r = board(rs)["D5"]
+    assert r["verdict"] == "differs"
+    assert ("tpcc: DUDETx/Sync/Mnemosyne/NVML 93.5/95.8/97.4/31.2 ktx/s (paper 93.5/71/42.1/–)"
+            in r["measured"])
+    assert "On tpcc DUDETx (93.5 ktx/s) is not ahead of Sync (95.8)" in r["explanation"]
+    assert "Sync (95.8 ktx/s) is not ahead of Mnemosyne (97.4)" in r["explanation"]
+    assert "btree: DUDETx/Sync/Mnemosyne/NVML 1.83/1.02/0.770/0.610 Mtx/s" in r["measured"]

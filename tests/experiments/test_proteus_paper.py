@@ -101,6 +101,8 @@ LOGQ_SS8 = 1.32
 """LogQ 8 makes Proteus slower than ATOM (1.33) on SS; the others' 1.465 keep the geomean 1.44."""
 LPQ = {2: 1.2, 4: 1.3, 8: 1.4, 16: 1.45, 32: 1.46, 64: 1.46, 128: 1.46, 256: 1.46}
 TXS, NORMAL_STORES = 100, 10
+PMEM_WAIT = 1000.0
+"""PMEM's fence wait (ns a transaction) on every benchmark."""
 
 
 def _row(exp: str, key: str, rt: str, mem: str, tp: float, **kw: Any) -> dict[str, Any]:
@@ -112,12 +114,12 @@ def _row(exp: str, key: str, rt: str, mem: str, tp: float, **kw: Any) -> dict[st
 
 def world(**g: float) -> list[dict[str, Any]]:
     """Paper-like rows; each keyword scales one quantity (see KNOBS)."""
-    k_ = {"nolog": 1.0, "bt": 1.0, "pcommit_hm": 1.0, "atom": 1.0, "proteus": 1.0, "nolwr": 1.0,
+    k_ = {"nolog": 1.0, "bt": 1.0, "qe": 1.0, "pcommit_hm": 1.0, "atom": 1.0, "proteus": 1.0, "nolwr": 1.0,
           "atom_stall": 1.0, "atom_writes": 1.0, "slow": 1.0, "dram": 1.0, "dram_logq8": 1.0,
           "logq64": 1.0, "lpq_small": 1.0, "big": 1.0, "miss": 1.0, "logq": 1.0, **g}
     rows: list[dict[str, Any]] = []
     for key in mod.KEYS:
-        nl = NOLOG[key] * (k_["bt"] if key == "bt" else 1.0)
+        nl = NOLOG[key] * (k_["bt"] if key == "bt" else 1.0) * (k_["qe"] if key == "qe" else 1.0)
         lines = 10.0
         for mem in mod.MEMS:
             base = BASE[mem] * (k_["slow"] if mem == mod.SLOW else 1.0) \
@@ -142,7 +144,8 @@ def world(**g: float) -> list[dict[str, Any]]:
                     kw.update(retire_stall_ns=0.16 * ideal_ns * TXS * k_["atom_stall"],
                               pm_bytes_per_tx=64 * lines * ATOM_WRITES[key] * k_["atom_writes"])
                 if rt == mod.PMEM:
-                    kw.update(pm_bytes_per_tx=64 * lines * 2.5, log_lines=3.0 * TXS)
+                    kw.update(pm_bytes_per_tx=64 * lines * 2.5, log_lines=3.0 * TXS,
+                              barrier_stall_ns_per_tx=PMEM_WAIT)
                 rows.append(_row(f"bench-{key}", key, rt, mem, base * s, **kw))
             pc = PCOMMIT[mem] * (k_["pcommit_hm"] if key == "hm" else 1.0)
             rows.append(_row(f"pcommit-{key}", key, mod.PCOMMIT, mem, base * pc))
@@ -202,6 +205,84 @@ def test_each_predicate_can_differ_and_says_why(cid: str) -> None:
     b = _board(world(**KNOBS[cid]))[cid]
     assert b["verdict"] == "differs", (cid, b["measured"])
     assert b["explanation"].strip()
+
+
+def _explanation(cid: str, **g: float) -> str:
+    b = _board(world(**g))[cid]
+    assert b["verdict"] == "differs", (cid, g, b["measured"])
+    return str(b["explanation"])
+
+
+def test_p1_names_the_benchmark_that_moves_the_mean() -> None:
+    """P1's causes come from the per-benchmark gains: the one that moves the mean most (and the
+    mean without it), its PMEM and ideal transaction times; bank queueing only as a part of a
+    gain above the test, with QE's hot lines only when QE is the one."""
+    high = _explanation("P1", nolog=1.5)
+    rest = (1.8 ** 4 * NOLOG["rt"] * 1.5) ** (1 / 5)
+    assert "Every benchmark gains more than the test's 1.77x, from QE's 1.80x to BT's" in high
+    assert f"BT lifts the mean most: without it the mean is {rest:.2f}x" in high
+    assert (f"On BT a PMEM transaction takes 4000 ns (it logs 3.0 lines and waits "
+            f"{PMEM_WAIT:.0f} ns at its fences) against PMEM+nolog's "
+            f"{4000 / (NOLOG['bt'] * 1.5):.0f} ns") in high
+    assert "Part of PMEM's fence wait is bank queueing" in high and mod.QE_HOT not in high
+    qe = _explanation("P1", qe=5.0)
+    assert "3 of the 6 benchmarks gain more than the test's 1.77x" in qe
+    assert "QE lifts the mean most" in qe
+    assert f"({mod.QE_HOT}, {mod.PMEM_HOT})" in qe
+    low = _explanation("P1", nolog=0.7)
+    assert "4 of the 6 benchmarks gain less than the test's 1.34x" in low
+    assert "holds down the mean most" in low
+    assert "bank queueing" not in low and "hot lines" not in low
+
+
+def test_p3_causes_follow_the_direction_and_the_top_benchmark() -> None:
+    """Conservative tree logging explains BT's gain only above the paper's; the benchmark named
+    as gaining most is the measured top one, with QE's hot lines only when it is QE."""
+    below = _explanation("P3", bt=0.5)
+    assert "conservatively" not in below and "On BT a PMEM transaction takes" in below
+    assert f"RT gains most ({NOLOG['rt']:.2f}x)" in below
+    assert "hot lines" not in below and mod.QE_HOT not in below
+    above = _explanation("P3", bt=1.5)
+    assert "logs the trees conservatively" in above and "3.0 lines logged a transaction" in above
+    assert f"BT gains most ({NOLOG['bt'] * 1.5:.2f}x)." in above and "hot lines" not in above
+    assert above.count("On BT a PMEM transaction takes") == 1
+    qe = _explanation("P3", bt=0.5, qe=3.0)
+    assert f"QE gains most ({1.2 * 3:.2f}x)" in qe and mod.QE_HOT in qe
+
+
+def _logq_steps(nvm: float, dram: float) -> list[dict[str, Any]]:
+    """Paper-like rows whose LogQ 8 → 16 steps (geomean speedups) are ``nvm`` and ``dram``."""
+    rows = world()
+    s8 = {mem: mod.geomean(lambda k, mem=mem: mod.logq_speedup(Rows(rows), k, 8, mem))[0]
+          for mem in (mod.NVM, mod.DRAM)}
+    step = {mod.NVM: nvm, mod.DRAM: dram}
+    at8 = {(r["experiment"], r["preset"]): r["throughput"] for r in rows
+           if r["experiment"].startswith("fig11") and r["logq"] == 8}
+    for r in rows:
+        if r["experiment"].startswith("fig11") and r["logq"] == 16:
+            m = r["preset"]
+            r["throughput"] = at8[r["experiment"], m] * (1 + step[m] / s8[m])
+    return rows
+
+
+def test_p11_more_on_dram_needs_the_margin() -> None:
+    """A DRAM step larger than NVM's by less than STEP_MARGIN is not "more", and the compared
+    steps print with the digits that tell them apart."""
+    b = _board(_logq_steps(1.1e-4, 1.3e-4))["P11"]
+    assert b["verdict"] == "differs"
+    assert "the step on DRAM +0.00013 against +0.00011 on fast NVM (test larger by ≥ 0.01) ✗" \
+        in b["measured"]
+    assert "does not exceed fast NVM's (+0.00011) by the 0.01" in b["explanation"]
+    ok = _board(_logq_steps(0.02, 0.02 + 1.5 * mod.STEP_MARGIN))["P11"]
+    assert ok["measured"].endswith("the step on DRAM +0.035 against +0.020 on fast NVM (test "
+                                   "larger by ≥ 0.01)")
+
+
+@pytest.mark.parametrize(("x", "text"), [(1.3e-4, "+0.00013"), (-8.2e-4, "-0.00082"),
+                                         (0.0018, "+0.0018"), (0.02, "+0.020"), (0.11, "+0.110"),
+                                         (0.0, "+0.000")])
+def test_step_prints_two_significant_digits(x: float, text: str) -> None:
+    assert mod._step(x) == text
 
 
 def test_missing_experiment_is_not_run() -> None:

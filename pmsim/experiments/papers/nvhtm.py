@@ -566,8 +566,13 @@ def _wf(v: dict[str, Rows], name: str, threads: int) -> tuple[float, float]:
     return float(np.mean([p[0] for p in pairs])), float(np.mean([p[1] for p in pairs]))
 
 
+def _best_variant(v: dict[str, Rows], th: int) -> str:
+    """The NV-HTM variant (NLP, 85%, 10x) with the highest throughput at ``th`` threads."""
+    return max((k for k in (NLP, "85%", "10x") if k in v), key=lambda k: _tp(v, k, th))
+
+
 def _best_nv(v: dict[str, Rows], th: int) -> float:
-    return max(_tp(v, k, th) for k in (NLP, "85%", "10x") if k in v)
+    return _tp(v, _best_variant(v, th), th)
 
 
 # -- claims ------------------------------------------------------------------------------------------
@@ -577,17 +582,21 @@ PAPER_CORES = 14
 beyond; below that the contention they come from is not there."""
 
 
-def _at_paper_threads(rows: Rows, exps: Sequence[str], c: Checks, what: str) -> None:
+def _at_paper_threads(rows: Rows, exps: Sequence[str], c: Checks, what: str,
+                      part: bool = False) -> bool:
+    """Whether ``exps`` reach the paper's cores, recorded as the claim's regime (``part``: the
+    regime of one part of it)."""
     top = max(max(_threads(_sel(rows, e))) for e in exps)
-    c.regime(top >= PAPER_CORES, f"up to {top} threads",
-             f"the run stops at {top} threads, below the {PAPER_CORES} where the paper reports "
-             f"{what}; the full scale runs 14")
+    return c.regime(top >= PAPER_CORES, f"up to {top} threads",
+                    f"the run stops at {top} threads, below the {PAPER_CORES} where the paper "
+                    f"reports {what}; the full scale runs 14", part=part)
 
 
 def check_n1(rows: Rows) -> Finding:
     c = Checks()
     _at_paper_threads(rows, ("fig4-high", "fig4-low"), c, "its peak gains")
-    peak_stm = peak_phtm = 0.0
+    peak_stm = 0.0
+    peak: tuple[float, str, int] = (0.0, "", 0)
     for exp in ("fig4-high", "fig4-low"):
         sel = _sel(rows, exp)
         v = variants(sel)
@@ -595,7 +604,7 @@ def check_n1(rows: Rows) -> Finding:
         for th in _threads(sel):
             nv = _best_nv(v, th)
             peak_stm = max(peak_stm, nv / _tp(v, PSTM, th))
-            peak_phtm = max(peak_phtm, nv / _tp(v, PHTM, th))
+            peak = max(peak, (nv / _tp(v, PHTM, th), exp, th))
             if nv <= max(_tp(v, PSTM, th), _tp(v, PHTM, th)):
                 lost.append(th)
         c.expect(not lost, f"{exp}: NV-HTM ahead at every thread count"
@@ -605,6 +614,7 @@ def check_n1(rows: Rows) -> Finding:
                  "advertises its begin timestamp, and WAITCOMMIT holds every later update "
                  "behind it, a convoy the baselines do not have")
     iv_s, iv_p = about(2.0), about(10.0)
+    peak_phtm, at_exp, at_th = peak
     c.other_reading("'up to' as an upper bound: 1 < peak ≤ about(2), about(10)",
                     1 < peak_stm <= iv_s[1] and 1 < peak_phtm <= iv_p[1],
                     f"peaks {peak_stm:.2f}x, {peak_phtm:.2f}x")
@@ -613,16 +623,10 @@ def check_n1(rows: Rows) -> Finding:
              f"NV-HTM's peak gain over PSTM is {peak_stm:.2f}x: pmsim's STM costs "
              "(instrumentation, validation) and its undo log's per-write flush are modelled "
              "from TinySTM's algorithm, not calibrated to the paper's machine")
-    hi = variants(_sel(rows, "fig4-high"))
-    top = _threads(_sel(rows, "fig4-high"))[-1]
-    why = (f"at {top} threads under high contention PHTM aborts {_rate(hi, PHTM, top):.0%} of "
-           f"its attempts and NV-HTM {_rate(hi, NLP, top):.0%}")
-    if top < PAPER_CORES:
-        why += (f"; the paper's 10x is at {PAPER_CORES}+ threads, where PHTM's lock-holding "
-                "aborts compound, and this run stops below")
-    c.expect(inside(peak_phtm, iv_p), f"peak vs PHTM {peak_phtm:.2f}x (paper ≈10x, "
-             f"{fmt_interval(iv_p)})",
-             f"NV-HTM's peak gain over PHTM is {peak_phtm:.2f}x: {why}")
+    c.expect(inside(peak_phtm, iv_p), f"peak vs PHTM {peak_phtm:.2f}x on {at_exp} at {at_th} "
+             f"threads (paper ≈10x, {fmt_interval(iv_p)})",
+             f"NV-HTM's peak gain over PHTM is {peak_phtm:.2f}x, on {at_exp} at {at_th} threads, "
+             f"where {_costs(variants(_sel(rows, at_exp)), PHTM, at_th)}")
     return c.finding()
 
 
@@ -758,10 +762,10 @@ def check_n5(rows: Rows) -> Finding:
                  "(below 0.8x)")
         gap = float(np.mean([1 - _tp(v, "10x", th) / _tp(v, NLP, th) for th in above]))
         iv = (paper / TOL, min(paper * TOL, 1.0))
-        c.expect(inside(gap, iv), f"{key}: 10x {gap:.0%} below NLP at {above} threads (paper "
-                 f"≈{paper:.0%}, accepted {fmt_interval(iv)})",
-                 f"on {key} contention 10x runs {gap:.0%} below NLP above {PAPER_CORES} "
-                 f"threads, not ≈{paper:.0%}")
+        c.expect(inside(gap, iv), f"{key}: 10x {_below(gap)} NLP at {above} threads (paper "
+                 f"≈{paper:.0%} below, accepted {fmt_interval(iv)})",
+                 f"on {key} contention 10x runs {_below(gap)} NLP above {PAPER_CORES} "
+                 f"threads, not ≈{paper:.0%} below")
     return c.finding()
 
 
@@ -986,11 +990,15 @@ def check_n18(rows: Rows) -> Finding:
         v = variants(sel)
         for th in _threads(sel):
             best = max(best, _best_nv(v, th) / _tp(v, PHTM, th))
+    measured = f"up to {best:.1f}x throughput (paper 10x)"
+    if _at_paper_threads(rows, ("fig4-high", "fig4-low"), c, "its 10x throughput (see N1)",
+                         part=True):
+        c.expect(inside(best, about(10.0)), measured,
+                 f"the best throughput gain is {best:.1f}x, not ≈10x (see N1)")
+    else:
+        c.note(measured)
     got, _ = _table1(rows)
     fl = got[PSTM][1] / got["10x"][1]
-    iv = about(10.0)
-    c.expect(inside(best, iv), f"up to {best:.1f}x throughput (paper 10x)",
-             f"the best throughput gain is {best:.1f}x, not ≈10x (see N1)")
     iv = about(11.6)
     c.expect(inside(fl, iv), f"{fl:.1f}x fewer flushes than PSTM (paper 11.6x)",
              f"NV-HTM flushes {fl:.1f}x less than PSTM, not ≈11.6x (see N9)")
@@ -1105,16 +1113,21 @@ INTRUDER_THREADS = 4
 """Fig. 9's Intruder point the paper quotes abort and speed ratios at (§6.3)."""
 
 
+def _cost(v: dict[str, Rows], name: str, th: int) -> str:
+    """One runtime at ``th`` threads, measured: ns per transaction and thread, abort rate and
+    flushed lines per transaction."""
+    ns = th * 1e9 / _tp(v, name, th)
+    return (f"takes {ns:,.0f} ns a transaction and thread, aborts {_rate(v, name, th):.0%} of "
+            f"its attempts and flushes {_wf(v, name, th)[1]:.1f} lines of {EMUL:g} ns a "
+            "transaction")
+
+
 def _costs(v: dict[str, Rows], base: str, th: int) -> str:
-    """Why a STAMP ratio is what it is: each runtime's ns per transaction and abort rate."""
-    parts = []
-    for name in ("10x", base):
-        r = v[name].where(threads=th)
-        ns = th * 1e9 / _tp(v, name, th)
-        parts.append(f"{name.upper()} {ns:,.0f} ns a transaction and thread, "
-                     f"{np.mean([abort_rate(x) for x in r]):.0%} aborts, "
-                     f"{_wf(v, name, th)[1]:.1f} flushes of 500 ns")
-    return "; ".join(parts)
+    """What a ratio of NV-HTM to ``base`` reads: the costs of the NV-HTM variant it is taken of
+    (:func:`_best_variant`, named) and of ``base``."""
+    best = _best_variant(v, th)
+    return (f"{_label(best)} (NV-HTM's fastest variant there) {_cost(v, best, th)}; "
+            f"{_label(base)} {_cost(v, base, th)}")
 
 
 N14_SLOWDOWN = {"Vacation-Low": 0.20, "Genome": 0.16, "Intruder": 0.07}
@@ -1315,8 +1328,9 @@ CLAIMS: Sequence[Claim] = (
           "mixes, PHTM/NV-HTM writes in about(Table 3's ratio); flushes fewest in B",
           ("fig10-tpcc-a", "fig10-tpcc-b"), check_n17),
     Claim("N18", "Abstract, §8", "Up to 10x throughput and 11.6x fewer flushes",
-          "best NV-HTM/PHTM throughput in about(10); PSTM/NV-HTM flushes in about(11.6) (Table "
-          "1's rows, as N9)", ("fig4-high", "fig4-low", "fig4-ht-high"), check_n18),
+          "best NV-HTM/PHTM throughput in about(10), needs 14 threads (else that part is "
+          "scale-limited, as N1); PSTM/NV-HTM flushes in about(11.6) (Table 1's rows, as N9)",
+          ("fig4-high", "fig4-low", "fig4-ht-high"), check_n18),
 )
 
 # -- the paper's tables as figures ------------------------------------------------------------------
