@@ -271,16 +271,16 @@ def test_l14_llc_misses_compare_within_a_tolerance(llc: float, verdict: str, wor
 @pytest.mark.parametrize("gains", [
     {35: R168 / 1.019, 95: R168, 1000: R168},  # flat from 95 ns on
     {35: 1.95, 95: 1.96, 1000: 1.97},  # rises at every step, by 1% in all
-    {35: 1.5, 95: 1.98, 1000: 2.5},  # a 0.7% dip from 95 to 168 ns
+    {35: 1.5, 95: 2.0, 1000: 2.5},  # a 1.7% dip from 95 to 168 ns
 ])
 def test_l13_a_flat_or_dipping_improvement_does_not_grow(gains: dict[int, float],
                                                          fuzzed: None) -> None:
-    """The rule the old test (a 1% step tolerance, any end above the start) let pass: the end
-    must exceed the start by more than 2% and no step may fall."""
+    """The rule the old test (any end above the start) let pass: the end must exceed the start
+    by more than 2% and no step may fall by more than 1%."""
     b = _board(world(gain_lat=gains))["L13"]
     assert b["verdict"] == "differs", b["measured"]
     assert "the improvement does not grow with latency" in b["measured"]
-    assert "test: more than +2%, no step falling" in b["measured"]
+    assert "test: more than +2%, no step falling by more than 1%" in b["measured"]
     assert "times H-WAL" in b["explanation"] and "bound by" not in b["explanation"]
 
 

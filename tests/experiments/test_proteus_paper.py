@@ -351,3 +351,11 @@ def test_predicates_evaluate_on_measured_rows(measured: list[dict[str, Any]]) ->
         assert b["verdict"] != "differs" or b["explanation"]
         if HAVE_ATOM:
             assert b["verdict"] != "not run", (b["claim"], b["explanation"])
+
+
+def test_p9_quotes_the_fence_waits_it_blames() -> None:
+    """A heavy loss on slow NVM is explained by the measured fence waits of the runtimes that
+    lose it (those whose rows have the counter), not by a fixed sentence about hot lines."""
+    why = _board(world(slow=0.5))["P9"]["explanation"]
+    assert "PMEM's fences wait 1,000 → 1,000 ns a transaction from fast to slow NVM" in why
+    assert "QE's allocation bitmap" not in why and "ATOM's fences" not in why
