@@ -77,6 +77,7 @@ def rows(w: World = World()) -> list[dict[str, Any]]:
                     lat, pb = _array(w, rt, dom, wp / 100, slot)
                     out.append(_row(f"array-slot{slot}", rt, dom, write_pct=wp, slot_words=slot,
                                     lat_p50=lat, pb_per_tx=pb, throughput=1e9 / lat,
+                                    llc_misses_per_tx=2.0 if rt == "cow" else 1.0,
                                     **_stalls(pb * w.b(dom))))
         for wp in (0, 25, 50, 100):
             for rt in ("undo", "redo", "cow"):

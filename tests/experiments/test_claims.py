@@ -114,6 +114,11 @@ def test_explanations_quote_the_rows_stalls() -> None:
     assert "stalls 3,200 ns a transaction at them (lazy 2,000)" in m8
 
 
+def test_cow_at_slot_64_is_explained_by_its_measured_misses() -> None:
+    why = verdicts(DIFFER["M1"])["M1"]["explanation"]
+    assert "misses the LLC 2.0 times a transaction against undo's 1.0 and redo's 1.0" in why
+
+
 def test_throughput_drops_keep_their_sign() -> None:
     m = verdicts(DIFFER["M9b"])["M9b"]["measured"]
     assert "undo pdom2→pdom1: -50%/-50% ✗" in m and "pdom1→pdom0: -14%/-14%" in m
