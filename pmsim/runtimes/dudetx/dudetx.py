@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import heapq
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -176,6 +177,12 @@ class DudeTxRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
     """Each thread's plog holds this many of the workload's largest records."""
     persist_batch_bytes: ClassVar[int] = 64 << 10
     """Most bytes one Persist batch writes (card §10 default: 64 KiB)."""
+    persist_fair: ClassVar[bool] = True
+    """Whether a Persist that falls behind serves every worker alike (oldest record first;
+    the locks variant, without a global order, starts each batch one thread later). The card
+    allows any order ("logs need not be flushed in global order"); the ``-fine`` variants take
+    thread 0's records first instead, an adversarial order that persists records out of tid
+    order as often as it can, for the crash fuzzer to exercise."""
     reproduce_batch: ClassVar[int] = 64
     """Most transactions one Reproduce batch replays (one data fence and one R each)."""
     persist_latency_ns: ClassVar[float] = 1000 / 3.4
@@ -558,26 +565,43 @@ class DudeTxRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
         (DUDETx-Sync's workers drain only their own)."""
         return enumerate(self._vq)
 
+    def _take_batch(self, cpu: Any) -> tuple[list[Record], int]:
+        """The records of one Persist batch and their bytes, taken oldest first across the
+        vlogs it drains (``persist_fair``; else thread by thread): D and Reproduce advance in
+        tid order, and a Persist that falls behind serves every worker alike (taking thread 0's
+        records first made the last worker's vlog fill while the others never waited). Up to
+        ``persist_batch_bytes`` (at least one record), each only while its thread's plog has
+        room. Written thread by thread, in each vlog's order."""
+        heads = [(q[0].id if self.persist_fair else t, t, q)
+                 for t, q in self._persist_queues(cpu) if q]
+        heapq.heapify(heads)
+        batch: list[Record] = []
+        nbytes = 0
+        while heads:
+            _, t, q = heads[0]
+            rec = q[0]
+            need = rec.nslots
+            if batch and nbytes + SLOT * need > self.persist_batch_bytes:
+                break
+            if not self._plog_room(t, need):
+                heapq.heappop(heads)
+                continue
+            rec.pos = self._ptail[t]
+            self._ptail[t] += need
+            nbytes += SLOT * need
+            batch.append(rec)
+            q.popleft()
+            if q:
+                heapq.heapreplace(heads, (q[0].id if self.persist_fair else t, t, q))
+            else:
+                heapq.heappop(heads)
+        batch.sort(key=lambda r: (r.thread, r.vslot))
+        return batch, nbytes
+
     def _persist_batch(self, cpu: Any) -> bool:
         """One Persist batch; True if it persisted a record or advanced D."""
         sampled = int(cpu.load(self._ctr))
-        batch: list[Record] = []
-        nbytes = 0
-        for t, q in self._persist_queues(cpu):
-            taken = 0
-            for rec in q:
-                need = rec.nslots
-                if batch and nbytes + SLOT * need > self.persist_batch_bytes:
-                    break
-                if not self._plog_room(t, need):
-                    break
-                rec.pos = self._ptail[t]
-                self._ptail[t] += need
-                nbytes += SLOT * need
-                batch.append(rec)
-                taken += 1
-            for _ in range(taken):
-                q.popleft()
+        batch, nbytes = self._take_batch(cpu)
         if batch:
             self._write_plog(cpu, batch, nbytes)
             self.order(cpu, "dudetx.persist.fence")
@@ -800,7 +824,8 @@ class DudeTxRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
         self.order(cpu, "dudetx.recover.fence-t")
 
 
-DUDETX_FINE = variant(DudeTxRuntime, "dudetx-fine", persist_batch_bytes=1, reproduce_batch=2)
+DUDETX_FINE = variant(DudeTxRuntime, "dudetx-fine", persist_batch_bytes=1, reproduce_batch=2,
+                      persist_fair=False)
 """Persist batches of one record and Reproduce batches of two transactions: the same protocol
 with few lines per fenced epoch, so every crash point's states can be enumerated (the default
 batches of up to 64 KiB give points with millions of states). Persist takes threads in order,

@@ -263,7 +263,7 @@ class DudeTxHtmRuntime(DudeTxRuntime):
 
 
 DUDETX_HTM_FINE = variant(DudeTxHtmRuntime, "dudetx-htm-fine", persist_batch_bytes=1,
-                          reproduce_batch=2)
+                          reproduce_batch=2, persist_fair=False)
 """Persist batches of one record and Reproduce batches of two: every crash point's states can
 be enumerated (as ``dudetx-fine``)."""
 

@@ -263,6 +263,7 @@ class DudeTxLocksRuntime(CouplingLocks, DudeTxRuntime):
                               "with a store sequence number; use a smaller PM")
         self.graph_stalls = 0
         self.graph_stall_ns = 0.0
+        self._persist_first = 0  # the thread whose vlog the next Persist batch drains first
         self.cycles = 0
         self.scc_merged = 0
         self.detect_rounds = 0
@@ -544,10 +545,17 @@ class DudeTxLocksRuntime(CouplingLocks, DudeTxRuntime):
 
     # -- Persist -----------------------------------------------------------------------------------
     def _persist_batch(self, cpu: Any) -> bool:
-        """One Persist batch of finished records; their nodes become persistent."""
+        """One Persist batch of finished records; their nodes become persistent. Records have no
+        global order here, so the vlogs are drained in turn, each batch starting one thread
+        later (``persist_fair``; else at thread 0): a Persist that falls behind serves every
+        worker alike. Written thread by thread, in each vlog's order."""
         batch: list[LockRecord] = []
         nbytes = 0
-        for t, q in enumerate(self._vq):
+        n = len(self._vq)
+        first = self._persist_first if self.persist_fair else 0
+        self._persist_first = (first + 1) % n
+        for t in (*range(first, n), *range(first)):
+            q = self._vq[t]
             taken = 0
             for rec in q:
                 need = rec.nslots
@@ -564,6 +572,7 @@ class DudeTxLocksRuntime(CouplingLocks, DudeTxRuntime):
                 q.popleft()
         if not batch:
             return False
+        batch.sort(key=lambda r: (r.thread, r.vslot))
         self._write_records(cpu, batch, nbytes)
         self.order(cpu, "dudetx-locks.persist.fence")
         cpu.work(self.bandwidth.cost(cpu.clock, nbytes))
@@ -959,11 +968,11 @@ def tarjan(nodes: list[Node], within: set[Node]) -> tuple[list[list[Node]], int]
 DUDETX_LOCKS_2R = variant(DudeTxLocksRuntime, "dudetx-locks-2r", detection="two-round")
 """Two-round (Atlas) detection: tolerates cycles, rescans the graph every round."""
 DUDETX_LOCKS_1R_FINE = variant(DudeTxLocksRuntime, "dudetx-locks-1r-fine", persist_batch_bytes=1,
-                               reproduce_batch=2)
+                               reproduce_batch=2, persist_fair=False)
 """Persist batches of one record, Reproduce batches of two transactions: every crash point's
 states can be enumerated (as ``dudetx-fine``)."""
 DUDETX_LOCKS_2R_FINE = variant(DudeTxLocksRuntime, "dudetx-locks-2r-fine", detection="two-round",
-                               persist_batch_bytes=1, reproduce_batch=2)
+                               persist_batch_bytes=1, reproduce_batch=2, persist_fair=False)
 
 
 # -- mutants (card §6 M14, M14b, M15) ----------------------------------------------------------

@@ -128,7 +128,7 @@ class DudeTxSyncRuntime(DudeTxRuntime):
 
 
 DUDETX_INF_FINE = variant(DudeTxInfRuntime, "dudetx-inf-fine", persist_batch_bytes=1,
-                          reproduce_batch=2, vlog_entries=1 << 12)
+                          reproduce_batch=2, vlog_entries=1 << 12, persist_fair=False)
 """DUDETx-Inf with one-record Persist batches and two-transaction Reproduce batches (and a
 4096-slot ring, ample for a fuzzing run), so every crash point can be enumerated."""
 DUDETX_SYNC_FINE = variant(DudeTxSyncRuntime, "dudetx-sync-fine", reproduce_batch=2)

@@ -3,6 +3,8 @@ passes in every domain with two threads, and every card mutant is killed."""
 
 from __future__ import annotations
 
+from collections import deque
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -13,7 +15,7 @@ from crashfuzz import FuzzConfig, fuzz
 from pmsim import Machine, preset
 from pmsim.errors import ConfigError
 from pmsim.runtimes import PMSpec, StaticArray, get_mutant, get_runtime
-from pmsim.runtimes.dudetx.dudetx import Bandwidth, DudeTxRuntime
+from pmsim.runtimes.dudetx.dudetx import Bandwidth, DudeTxRuntime, Record
 from pmsim.runtimes.dudetx.mutants import Claim
 from pmsim.runtimes.registry import MUTANTS
 from pmsim.trace import Ev, Mark
@@ -273,3 +275,19 @@ def test_barrier_mutants_survive_in_pdom2(mutation: str) -> None:
     rep = fuzz(FuzzConfig(runtime=f"dudetx:{mutation}", workload="array", domain="pdom2",
                           threads=2, txs=8, idempotence=1, reduce=False, budget=4096))
     assert rep.ok, crashfuzz.format_report(rep)
+
+
+@pytest.mark.parametrize(("fair", "ids"), [(True, [1, 3, 2]), (False, [1, 3, 5])])
+def test_a_persist_that_falls_behind_serves_the_oldest_records(fair: bool, ids: list[int]) -> None:
+    """With a batch room for three records, the fair Persist takes tids 1-3 from both vlogs (in
+    thread order for writing); the ``-fine`` variants' adversarial order drains thread 0 first."""
+    vq = [deque(Record(i, 0, i, [(0, 0)], 2 * k) for k, i in enumerate((1, 3, 5, 7))),
+          deque(Record(i, 1, i, [(0, 0)], 2 * k) for k, i in enumerate((2, 4, 6)))]
+    rt = SimpleNamespace(persist_fair=fair, persist_batch_bytes=3 * 2 * 16, _ptail=[0, 0],
+                         _persist_queues=lambda cpu: enumerate(vq),
+                         _plog_room=lambda t, need: True)
+    batch, nbytes = DudeTxRuntime._take_batch(rt, None)  # type: ignore[arg-type]
+    assert [r.id for r in batch] == ids and nbytes == 96
+    assert [len(q) for q in vq] == ([2, 2] if fair else [1, 3])
+    assert [r.pos for r in batch] == ([0, 2, 0] if fair else [0, 2, 4])
+    assert get_runtime("dudetx").persist_fair and not get_runtime("dudetx-fine").persist_fair
