@@ -206,21 +206,37 @@ def components(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def explain(paper: Paper, rows: Sequence[Mapping[str, Any]], quick: bool, scale: float = 1.0,
-            **sweep: Any) -> list[dict[str, Any]]:
-    """One row per (claim that differs, toggle that applies to its experiments): the verdict
-    with the toggle, what the predicate measured, and the time components of the claim's rows
-    as run and as toggled."""
+            **sweep: Any) -> dict[str, Any]:
+    """Rerun the experiments of every claim that differs with each toggle that applies to
+    them; returns the saved form: the experiments rerun and the toggled rows (each with its
+    ``counterfactual`` and ``origin``). :func:`entries` evaluates the claims on them, whenever
+    the results are rendered, so the table always follows the predicates of the day."""
     board = {r["claim"]: r for r in scoreboard(paper, rows)}
     differs = [c for c in paper.claims if board[c.id]["verdict"] == "differs"]
     exps = sorted({e for c in differs for e in c.experiments})
     if not exps:
-        return []
+        return {"experiments": [], "rows": []}
     base_points = paper.points(quick, scale, exps)
     points = [p for t in TOGGLES for p in _toggled(base_points, t)]
     trows = run_points(points, measure_counterfactual, label=f"{paper.name} counterfactuals",
                        **sweep)
+    return {"experiments": exps, "rows": trows}
+
+
+def entries(paper: Paper, rows: Sequence[Mapping[str, Any]], saved: Mapping[str, Any],
+            quick: bool, scale: float = 1.0) -> list[dict[str, Any]]:
+    """One row per (claim that differs, toggle that applies to its experiments): the verdict
+    with the toggle, what the predicate measured, and the time components of the claim's rows
+    as run and as toggled. ``saved``: what :func:`explain` returned. A claim whose experiments
+    were not all rerun (it differed only after the counterfactuals ran) has none."""
+    board = {r["claim"]: r for r in scoreboard(paper, rows)}
+    rerun = set(saved.get("experiments", ()))
+    trows = saved.get("rows", ())
     out = []
-    for c in differs:
+    for c in paper.claims:
+        if board[c.id]["verdict"] != "differs" or not set(c.experiments) <= rerun:
+            continue
+        base_points = paper.points(quick, scale, sorted(c.experiments))
         mine = [r for r in rows if r.get("experiment") in c.experiments]
         kept = [r for r in rows if r.get("experiment") not in c.experiments]
         as_run = components(mine)
@@ -241,6 +257,9 @@ def explain(paper: Paper, rows: Sequence[Mapping[str, Any]], quick: bool, scale:
                         "measured": got["measured"], "as run": as_run,
                         "toggled": components(clean)})
     return out
+
+
+NOT_RERUN = "not rerun: it differed only after the counterfactuals ran (rerun with --explain)"
 
 
 def summary_line(claim: str, rows: Sequence[Mapping[str, Any]]) -> str:

@@ -29,7 +29,7 @@ from ..cli import positive_int, register
 from ..errors import ConfigError, PmsimError, unknown
 from ..options import check_output_dir, check_output_file, name_list
 from .claims import Paper, get_paper, paper_names, run_points, scoreboard, summary, tally
-from .explain import TOGGLES, explain, summary_line
+from .explain import NOT_RERUN, TOGGLES, entries, explain, summary_line
 from .plots import DOMAIN_TITLES, draw
 from .rows import check_results
 from .sweep import add_sweep_args, sweep_options
@@ -138,10 +138,16 @@ def write_outputs(doc: Mapping[str, Any], out: Path, figures: bool = True,
     for name, rows in doc.get("papers", {}).items():
         paper = get_paper(name)
         board = scoreboard(paper, rows)
-        why = doc.get("explain", {}).get(name)
+        saved = doc.get("explain", {}).get(name)
+        why = _counterfactuals(doc, paper, rows, saved)
         if why is not None:
+            rerun = set(saved.get("experiments", ())) if isinstance(saved, Mapping) else None
+            exps = {c.id: set(c.experiments) for c in paper.claims}
             for r in board:
-                r["counterfactual"] = summary_line(r["claim"], why) or "-"
+                late = (rerun is not None and r["verdict"] == "differs"
+                        and not exps[r["claim"]] <= rerun)
+                r["counterfactual"] = NOT_RERUN if late else (
+                    summary_line(r["claim"], why) or "-")
         _write_tables(out, f"scoreboard-{name}", board,
                       (*SCOREBOARD_COLUMNS, *([Column("counterfactual")] if why is not None
                                               else [])),
@@ -178,6 +184,20 @@ def write_outputs(doc: Mapping[str, Any], out: Path, figures: bool = True,
         markdown.parent.mkdir(parents=True, exist_ok=True)
         markdown.write_text(_relink(text, out, markdown.parent))
     return path
+
+
+def _counterfactuals(doc: Mapping[str, Any], paper: Paper, rows: Sequence[Mapping[str, Any]],
+                     saved: Any) -> list[dict[str, Any]] | None:
+    """The Counterfactuals table of ``paper``: evaluated now on the saved toggled rows, so it
+    follows today's predicates, or (results saved before the toggled rows were kept) the table
+    as it was evaluated then."""
+    if saved is None:
+        return None
+    if not isinstance(saved, Mapping):
+        return list(saved)
+    meta = doc.get("meta", {})
+    return entries(paper, rows, saved, meta.get("scale") == "quick",
+                   float(meta.get("txs_scale", 1.0)))
 
 
 def _relink(text: str, out: Path, base: Path) -> str:

@@ -45,6 +45,11 @@ def row(point: dict[str, Any], tp: float) -> dict[str, Any]:
     return r
 
 
+def _entries(paper: Paper, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The Counterfactuals table of a quick run: rerun (saved form), then evaluated."""
+    return ex.entries(paper, rows, ex.explain(paper, rows, quick=True), quick=True)
+
+
 def world(points: list[dict[str, Any]], fn: Any = None, **kw: Any) -> list[dict[str, Any]]:
     """Undo is fast only on an in-order core; nothing else matters."""
     out = []
@@ -58,7 +63,7 @@ def test_each_applicable_toggle_reruns_the_claims_that_differ(monkeypatch: pytes
                                                               ) -> None:
     monkeypatch.setattr(ex, "run_points", world)
     base = world(PAPER.points(quick=True))
-    got = ex.explain(PAPER, base, quick=True)
+    got = _entries(PAPER, base)
     by = {(r["claim"], r["toggle"]): r["verdict"] for r in got}
     names = {t.name for t in ex.TOGGLES if t.params is None and t.reshape is None}
     assert {t for _, t in by} == names  # optane-adr has DIMMs: every machine toggle applies
@@ -91,7 +96,7 @@ def test_a_workload_toggle_keeps_the_claims_other_experiments_as_run(
     paper = Paper("toy-explain-kv", "Toy", "cite", "card.md", (EXP, kv),
                   (Claim("K1", "§1", "both fast", "kv ≥ 1.5", ("e", "f"), both),))
     monkeypatch.setattr(ex, "run_points", kv_world)
-    got = ex.explain(paper, kv_world(paper.points(quick=True)), quick=True)
+    got = _entries(paper, kv_world(paper.points(quick=True)))
     by = {r["toggle"]: r for r in got}
     assert by["request time off"]["verdict"] == "holds"  # e's rows kept, not "not run"
     assert "array 1.0, kv 2.0" in by["request time off"]["measured"]
@@ -122,7 +127,7 @@ def test_a_point_the_toggle_skips_keeps_its_row_as_run(monkeypatch: pytest.Monke
     paper = Paper("toy-explain-ht", "Toy", "cite", "card.md", (exp,),
                   (Claim("H1", "§1", "ahead", "nvhtm > pstm", ("g",), ahead),))
     monkeypatch.setattr(ex, "run_points", ht_world)
-    got = {r["toggle"]: r for r in ex.explain(paper, ht_world(paper.points(quick=True)), True)}
+    got = {r["toggle"]: r for r in _entries(paper, ht_world(paper.points(quick=True)))}
     assert got["Hyper-Threading off"]["verdict"] == "holds"
     assert got["Hyper-Threading off"]["measured"] == "nvhtm 2.0, pstm 1.5"
 
@@ -214,3 +219,43 @@ def test_a_counterfactual_names_its_point_not_its_place() -> None:
     after = ex._toggled(pts, toggle)[1:]
     assert [p["origin"] for p in alone] == [p["origin"] for p in after]
     assert after and len({p["origin"] for p in after}) == len(after)
+
+
+def test_the_table_follows_the_predicates_of_the_day(monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path) -> None:
+    """The toggled rows are saved, not their verdicts: a predicate changed after the reruns
+    re-evaluates them when the page is rendered, and a claim that differs only since then (its
+    experiment was not rerun) says so instead of a bare '-'."""
+    from pmsim.experiments import claims
+
+    other = Experiment("e2", "toy 2", "array", ("undo",), ("optane-adr",), txs=10, warmup=0,
+                       quick_txs=5, quick_warmup=0)
+
+    def holds(rows: Rows) -> Finding:
+        c = Checks()
+        c.expect(True, "fine", "")
+        return c.finding()
+
+    def build(t1: Any, t4: Any) -> Paper:
+        return Paper("toy-explain-late", "Toy", "cite", "card.md", (EXP, other),
+                     (Claim("T1", "§1", "undo is fast", "undo ≥ 1.5", ("e",), t1),
+                      Claim("T4", "§4", "fine", "-", ("e2",), t4)))
+
+    monkeypatch.setattr(ex, "run_points", world)
+    first = build(fast_enough, holds)
+    base = world(first.points(quick=True))
+    saved = ex.explain(first, base, True)
+    assert saved["experiments"] == ["e"] and all("counterfactual" in r for r in saved["rows"])
+    assert {r["verdict"] for r in ex.entries(first, base, saved, True)} == {"holds", "differs"}
+    later = build(never, never)
+    got = ex.entries(later, base, saved, quick=True)
+    assert got and {r["claim"] for r in got} == {"T1"}
+    assert all(r["verdict"] == "differs" for r in got)
+    monkeypatch.setitem(claims.PAPERS, later.name, later)
+    doc = {"papers": {later.name: base}, "explain": {later.name: saved},
+           "meta": {"command": "pmsim reproduce toy-explain-late --explain", "version": "0",
+                    "backend": "c", "scale": "quick", "points": 2, "seconds": 1.0,
+                    "workers": "1", "out": str(tmp_path)}}
+    text = write_outputs(doc, tmp_path, figures=False).read_text()
+    assert "holds with core model toggled" not in text
+    assert f"| T4 | reproducible | §4 | fine | x | differs | It never holds. | {ex.NOT_RERUN} |" in text
