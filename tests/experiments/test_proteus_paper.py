@@ -359,3 +359,10 @@ def test_p9_quotes_the_fence_waits_it_blames() -> None:
     why = _board(world(slow=0.5))["P9"]["explanation"]
     assert "PMEM's fences wait 1,000 → 1,000 ns a transaction from fast to slow NVM" in why
     assert "QE's allocation bitmap" not in why and "ATOM's fences" not in why
+
+
+def test_spread_gives_the_range_of_the_benchmarks_beyond_the_bound() -> None:
+    per = {"qe": 4.39, "hm": 1.63, "ss": 2.93, "at": 3.46, "bt": 2.12, "rt": 1.96}
+    text = mod._spread(per, (1.34, 1.77), high=True)
+    assert text.startswith("5 of the 6 benchmarks gain more than the test's 1.77x, from ")
+    assert "HM" not in text.split(", and")[0] and "4.39x" in text

@@ -276,8 +276,8 @@ def check_d1(rows: Rows) -> Finding:
                 f"word against the paper's {paper:.1f}{vlog})")
 
     c.expect(not out, f"slowdowns in {fmt_interval(iv)}: {len(slow) - len(out)}/{len(slow)}",
-             "DUDETx's slowdown against Volatile-STM is outside the paper's 7-25% band on "
-             + "; ".join(why(k) for k in out))
+             f"DUDETx's slowdown against Volatile-STM is outside the accepted {fmt_interval(iv)} "
+             "(the paper's 7.4-24.6%, widened) on " + "; ".join(why(k) for k in out))
     c.note("added ns per transaction and thread " + ", ".join(
         f"{k} {extra[k]:.0f} (paper {D1_EXTRA_CYCLES[k] / GHZ:.0f})" for k in WORKLOADS))
     per_write = sorted(WORKLOADS, key=lambda k: wpt[k] / max(1e-9, 1 / _tp(rows, k, "stm")))
@@ -594,6 +594,10 @@ def check_d10(rows: Rows) -> Finding:
         c.expect(tp(hw, fr[-1], thetas[-1]) >= tp(hw, fr[-1], thetas[0]),
                  f"hardware at 1/{1 / fr[-1]:g}: Zipf {thetas[-1]:g} vs {thetas[0]:g}",
                  "higher skew does not help at a small shadow")
+    else:
+        c.regime(False, f"one skew only (Zipf {thetas[0]:g})",
+                 f"the run has one skew (Zipf {thetas[0]:g}), so whether higher skew helps at a "
+                 "small shadow is not tested; the full scale runs two", part=True)
     return c.finding()
 
 
@@ -647,8 +651,11 @@ def _d12_why(key: str, paper: float, tp: dict[str, float], sel: Rows) -> str:
                 f"{fmt_interval((lo, hi))}" + (f", and DUDETx-HTM keeps {_pct(keep)} of that lead"
                                                if vol > 1 else ""))
     if wait["dudetx-htm"] >= 0.01:
+        bound = "both" if wait["dudetx"] >= 0.01 else (
+            f"DUDETx-HTM, down to about DUDETx-STM's rate ({tp['dudetx-htm'] / 1e6:.2f} against "
+            f"{tp['dudetx'] / 1e6:.2f} Mtx/s)")
         return (f"{head}: with Perform faster, the one persist thread's DRAM-to-PM copy bounds "
-                f"both: {waits}, and DUDETx-HTM keeps {_pct(keep)} of volatile HTM's {vol:.2f}x "
+                f"{bound}: {waits}, and DUDETx-HTM keeps {_pct(keep)} of volatile HTM's {vol:.2f}x "
                 "lead over the STM")
     return (f"{head}: it keeps only {_pct(keep)} of volatile HTM's {vol:.2f}x lead over the STM, "
             f"{cost}; {waits}")

@@ -651,7 +651,8 @@ def check_l14(rows: Rows) -> Finding:
         f": its log's own lines take {log[LOC]:.0f} against H-WAL's {log[HWAL]:.0f} bytes per "
         f"transaction, its write-backs of cached lines {w[LOC] - log[LOC]:.0f} against "
         f"{w[HWAL] - log[HWAL]:.0f}")
-    c.expect(w[LOC] < w[HWAL], f"NVM bytes/tx LOC-WAL {w[LOC]:.0f} < H-WAL {w[HWAL]:.0f}",
+    c.expect(w[LOC] < w[HWAL], f"NVM bytes/tx LOC-WAL {w[LOC]:.0f} vs H-WAL {w[HWAL]:.0f} "
+             "(test: fewer)",
              f"LOC-WAL writes {w[LOC]:.0f} NVM bytes per transaction, not fewer than H-WAL's "
              f"{w[HWAL]:.0f}{split}")
     miss = {rt: [_llc_per_tx(_exp(rows, f"fig6-{k}").where(runtime=rt)) for k in KEYS]

@@ -398,9 +398,12 @@ def _eager_cost(rows: Rows, dom: str) -> str:
             f"{pb['undo']:g}) and stalls {bar['undo-eager']:,.0f} ns a transaction at them "
             f"(lazy {bar['undo']:,.0f}) and {sb['undo-eager']:,.0f} ns waiting for its store buffer "
             f"(lazy {sb['undo']:,.0f})")
-    if sb["undo-eager"] - sb["undo"] > bar["undo-eager"] - bar["undo"]:
-        text += (": most of its extra time is spent waiting for the store buffer, which each "
-                 "barrier's fence drains, not in the barriers' own latency")
+    extra = m("lat_p50", "undo-eager") - m("lat_p50", "undo")
+    more_sb = sb["undo-eager"] - sb["undo"]
+    if more_sb > bar["undo-eager"] - bar["undo"] and extra > 0:
+        text += (f": {'most' if more_sb > extra / 2 else 'more'} of its extra "
+                 f"{extra:,.0f} ns is spent waiting for the store buffer, which each barrier's "
+                 "fence drains, than in the barriers' own latency")
     return text
 
 
