@@ -167,9 +167,7 @@ class DudeTxLocksTx(Tx):
     def read_words(self, obj: int, field: int, n: int) -> list[int]:
         rt = self.drt
         self.cpu.work(rt.costs.call_ns)
-        a = rt._shadow(obj + 8 * field, n)
-        ld = self.cpu.load
-        return [int(ld(a + 8 * i)) for i in range(n)]
+        return self.cpu.load_words(rt._shadow(obj + 8 * field, n), n)
 
     def write_words(self, obj: int, field: int, values: Sequence[int]) -> None:
         rt = self.drt

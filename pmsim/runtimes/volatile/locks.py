@@ -71,10 +71,10 @@ class LocksTx(Tx):
         self.undo: list[tuple[int, int]] = []
 
     def read_words(self, obj: int, field: int, n: int) -> list[int]:
+        """The words of one read: independent loads (their misses overlap on the out-of-order
+        core), as every runtime's read is."""
         self.cpu.work(self.rt.costs.call_ns)
-        ld = self.cpu.load
-        a = obj + 8 * field
-        return [int(ld(a + 8 * i)) for i in range(n)]
+        return self.cpu.load_words(obj + 8 * field, n)
 
     def write_words(self, obj: int, field: int, values: Sequence[int]) -> None:
         self.cpu.work(self.rt.costs.call_ns)
