@@ -242,6 +242,7 @@ class DudeTxHtmRuntime(DudeTxRuntime):
         slot = self._vtail[t]
         self._vtail[t] = slot + 1
         self._vq[t].append(Record(tx.ident, t, tx.txid, entries, slot - len(entries)))
+        self.logged_entries += len(entries)
         self.commit_order.append(tx.txid)
         cpu.mark(Mark.TX_COMMIT, tx.txid)
         self._queue_ack(t, tx.ident, tx)
