@@ -262,6 +262,18 @@ def entries(paper: Paper, rows: Sequence[Mapping[str, Any]], saved: Mapping[str,
 NOT_RERUN = "not rerun: it differed only after the counterfactuals ran (rerun with --explain)"
 
 
+def counterfactual_cell(paper: Paper, board_row: Mapping[str, Any],
+                        why: Sequence[Mapping[str, Any]], saved: Any) -> str:
+    """The scoreboard's counterfactual column for one claim: :func:`summary_line`, or
+    :data:`NOT_RERUN` for a claim that differs but whose experiments the saved reruns
+    (:func:`explain`'s form) do not all cover."""
+    if isinstance(saved, Mapping) and board_row["verdict"] == "differs":
+        exps = next(set(c.experiments) for c in paper.claims if c.id == board_row["claim"])
+        if not exps <= set(saved.get("experiments", ())):
+            return NOT_RERUN
+    return summary_line(board_row["claim"], why) or "-"
+
+
 def summary_line(claim: str, rows: Sequence[Mapping[str, Any]]) -> str:
     """"holds with X" (every toggle that flips it), or "differs under every modelled
     mechanism"."""

@@ -29,7 +29,7 @@ from ..cli import positive_int, register
 from ..errors import ConfigError, PmsimError, unknown
 from ..options import check_output_dir, check_output_file, name_list
 from .claims import Paper, get_paper, paper_names, run_points, scoreboard, summary, tally
-from .explain import NOT_RERUN, TOGGLES, entries, explain, summary_line
+from .explain import TOGGLES, counterfactual_cell, entries, explain
 from .plots import DOMAIN_TITLES, draw
 from .rows import check_results
 from .sweep import add_sweep_args, sweep_options
@@ -141,13 +141,8 @@ def write_outputs(doc: Mapping[str, Any], out: Path, figures: bool = True,
         saved = doc.get("explain", {}).get(name)
         why = _counterfactuals(doc, paper, rows, saved)
         if why is not None:
-            rerun = set(saved.get("experiments", ())) if isinstance(saved, Mapping) else None
-            exps = {c.id: set(c.experiments) for c in paper.claims}
             for r in board:
-                late = (rerun is not None and r["verdict"] == "differs"
-                        and not exps[r["claim"]] <= rerun)
-                r["counterfactual"] = NOT_RERUN if late else (
-                    summary_line(r["claim"], why) or "-")
+                r["counterfactual"] = counterfactual_cell(paper, r, why, saved)
         _write_tables(out, f"scoreboard-{name}", board,
                       (*SCOREBOARD_COLUMNS, *([Column("counterfactual")] if why is not None
                                               else [])),

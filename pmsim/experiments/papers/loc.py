@@ -473,12 +473,14 @@ LAT_STEP = 0.01
 """L12, L13: no step of a latency curve may move against the claim by more than this fraction."""
 
 
-def _trend(curve: Mapping[int, float], step: float) -> tuple[float, list[tuple[int, int]]]:
-    """A curve's change from its first point to its last, and its steps that fall by more than
-    the fraction ``step``."""
+def _trend(curve: Mapping[int, float], step: float,
+           rising: bool = True) -> tuple[float, list[tuple[int, int]]]:
+    """A curve's change from its first point to its last, and its steps that move against the
+    expected direction (fall if ``rising``, else rise) by more than the fraction ``step``."""
     xs = list(curve)
-    downs = [(a, b) for a, b in zip(xs, xs[1:], strict=False) if curve[b] < curve[a] * (1 - step)]
-    return curve[xs[-1]] / curve[xs[0]] - 1, downs
+    against = [(a, b) for a, b in zip(xs, xs[1:], strict=False)
+               if (curve[b] < curve[a] * (1 - step) if rising else curve[b] > curve[a] * (1 + step))]
+    return curve[xs[-1]] / curve[xs[0]] - 1, against
 
 
 def _at_sd(rows: Rows, sd: int) -> tuple[float | None, float]:
@@ -588,9 +590,8 @@ def check_l12(rows: Rows) -> Finding:
     curve = _latency_curve(rows, lambda k, ns: normalised(rows, k, HWAL, ns))
     c.note("H-WAL " + ", ".join(f"{ns} ns: {v:.3f}" for ns, v in curve.items()))
     lat = list(curve)
-    ups = [(a, b) for a, b in zip(lat, lat[1:], strict=False)
-           if curve[b] > curve[a] * (1 + LAT_STEP)]
-    drop = 1 - curve[lat[-1]] / curve[lat[0]]
+    change, ups = _trend(curve, LAT_STEP, rising=False)
+    drop = -change
     c.expect(not ups and drop > RISE, f"falls as latency rises ({_signed(-drop)} from {lat[0]} "
              f"to {lat[-1]} ns; test: a fall of more than {RISE:.0%}, no step rising by more than "
              f"{LAT_STEP:.0%})",

@@ -572,8 +572,10 @@ class DudeTxRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
         records first made the last worker's vlog fill while the others never waited). Up to
         ``persist_batch_bytes`` (at least one record), each only while its thread's plog has
         room. Written thread by thread, in each vlog's order."""
-        heads = [(q[0].id if self.persist_fair else t, t, q)
-                 for t, q in self._persist_queues(cpu) if q]
+        def key(t: int, q: deque[Record]) -> int:
+            return q[0].id if self.persist_fair else t
+
+        heads = [(key(t, q), t, q) for t, q in self._persist_queues(cpu) if q]
         heapq.heapify(heads)
         batch: list[Record] = []
         nbytes = 0
@@ -592,7 +594,7 @@ class DudeTxRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
             batch.append(rec)
             q.popleft()
             if q:
-                heapq.heapreplace(heads, (q[0].id if self.persist_fair else t, t, q))
+                heapq.heapreplace(heads, (key(t, q), t, q))
             else:
                 heapq.heappop(heads)
         batch.sort(key=lambda r: (r.thread, r.vslot))
