@@ -173,8 +173,10 @@ class DIMMConfig:
     ``PMConfig.read_ns``, any other read adds a media read. The buffer (random replacement)
     writes a media line back when its four cache lines have all been written, or when a
     partly written line is evicted (a read-modify-write); with many writers queued at a DIMM,
-    lines written over the wait are evicted half written by the others' allocations (see the
-    model page). Durability is unchanged: the WPQ (or,
+    lines written over the wait are evicted half written by the others' allocations, and with
+    more than ``combine_writers`` threads writing to a DIMM each extra one may cost a line an
+    early half write (``contention``, calibrated on the DIMMs' own counters; see the model
+    page). Durability is unchanged: the WPQ (or,
     in PDOM-0, the DIMM's acceptance) is the persistence point; the buffer and media are behind
     it."""
 
@@ -193,6 +195,15 @@ class DIMMConfig:
                                 "the writes queued after it (the read-first scheduling of "
                                 "memory controllers that drain writes at a watermark); False "
                                 "(the default): reads and writes share one first-come queue")
+    combine_writers: int = param(5, "threads", "threads writing to one DIMM whose partial lines "
+                                 "its buffer combines without interfering; each thread beyond "
+                                 "these that wrote to the DIMM within the buffer's turnover time "
+                                 "(buffer_lines media writes) may cost a completed line an early "
+                                 "half write (contention)")
+    contention: float = param(0.20, "", "chance, per writing thread beyond combine_writers, that "
+                              "a media line was written out half done before its last part "
+                              "arrived (a read-modify-write); 0 turns the effect off. "
+                              "Calibrated on FAST'20's DIMM counters (see the model page)")
 
     def __post_init__(self) -> None:
         v = self.dimms
@@ -206,6 +217,14 @@ class DIMMConfig:
         _check_posint(self, "buffer_lines", most=MAX_BUFFER_LINES,
                       why=" (every access scans the buffer)")
         _check_nonneg(self, "media_read_ns", "media_read_occ_ns", "media_write_ns")
+        v = self.combine_writers
+        if not _is_int(v) or not 0 <= v <= 64:
+            raise _fail(self, "combine_writers", f"must be an integer in 0..64, got {v!r}",
+                        "Use the number of writers a DIMM serves without interference (4).")
+        v = self.contention
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+            raise _fail(self, "contention", f"must be a probability in [0, 1], got {v!r}",
+                        "Use 0 to turn writer contention off, or e.g. 0.15.")
         if not isinstance(self.read_priority, bool):
             raise _fail(self, "read_priority", f"must be True or False, got "
                         f"{self.read_priority!r}", "Use True (reads first) or False (one queue).")
@@ -213,6 +232,12 @@ class DIMMConfig:
     @property
     def on(self) -> bool:
         return self.dimms > 0
+
+    @property
+    def contention_window_ns(self) -> float:
+        """How recently a thread must have written to a DIMM to count as one of its writers:
+        the buffer's turnover time, ``buffer_lines`` media writes."""
+        return self.buffer_lines * self.media_write_ns
 
 
 @dataclass(frozen=True)

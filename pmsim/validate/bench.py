@@ -10,7 +10,7 @@ Validation page.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,8 +25,10 @@ DRAM_BASE, DRAM_BYTES = 1 << 32, 64 << 20
 GB = 1e9
 
 
-def machine(name: str, threads: int, seed: int, prefetch: bool = False) -> Machine:
-    """A machine of preset ``name`` with ``threads`` cores and 64 MiB of PM (and of DRAM).
+def machine(name: str, threads: int, seed: int, prefetch: bool = False,
+            changes: Mapping[str, Any] | None = None) -> Machine:
+    """A machine of preset ``name`` with ``threads`` cores and 64 MiB of PM (and of DRAM),
+    with ``changes`` (dotted config fields, e.g. ``{"pm.dimm.contention": 0.2}``) applied.
 
     The prefetchers are off by default: the published latencies are only possible without
     them (a sequential DRAM read of 81 ns), so FAST'20's benchmarks ran with prefetching
@@ -36,6 +38,8 @@ def machine(name: str, threads: int, seed: int, prefetch: bool = False) -> Machi
         regions=(Region("pm", 0, PM_BYTES, "pm"), Region("dram", DRAM_BASE, DRAM_BYTES, "dram")))
     if not prefetch:
         cfg = cfg.replace(**{"prefetch.stream": False, "prefetch.adjacent": False})
+    if changes:
+        cfg = cfg.replace(**changes)
     return Machine(cfg)
 
 
@@ -149,10 +153,11 @@ BODIES: dict[str, Body] = {"Read": _read_body, "Write(ntstore)": _ntstore_body,
 
 
 def _run_threads(name: str, kind: str, threads: int, access: int, bytes_per_thread: int,
-                 seed: int, group: int, sequential: bool) -> tuple[Machine, float]:
+                 seed: int, group: int, sequential: bool,
+                 changes: Mapping[str, Any] | None = None) -> tuple[Machine, float]:
     """Run ``threads`` threads of body ``kind`` over their own parts of PM; the machine and
     the bytes moved per ns (GB/s)."""
-    m = machine(name, threads, seed)
+    m = machine(name, threads, seed, changes=changes)
     rng = np.random.default_rng(seed)
     n = max(1, bytes_per_thread // access)
     for tid in range(threads):
@@ -177,11 +182,13 @@ def bandwidth(name: str, kind: str, threads: int, access: int, bytes_per_thread:
 
 
 def write_ratio(name: str, kind: str, threads: int, access: int, bytes_per_thread: int,
-                seed: int, sequential: bool = False) -> float:
+                seed: int, sequential: bool = False,
+                changes: Mapping[str, Any] | None = None) -> float:
     """The effective write ratio of the bandwidth benchmark (random chunks, or each thread
     writing its part in order): bytes written to PM over bytes written to the media, as a
     DIMM's counters report it (1: every media line written once, whole)."""
-    m, _ = _run_threads(name, kind, threads, access, bytes_per_thread, seed, 64, sequential)
+    m, _ = _run_threads(name, kind, threads, access, bytes_per_thread, seed, 64, sequential,
+                        changes)
     s = m.stats()
     media = int(s["media_write_bytes"].sum())
     return int(s["pm_write_bytes"].sum()) / media if media else 1.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from ..cli import register
@@ -27,6 +28,10 @@ def _add(p: argparse.ArgumentParser) -> None:
                         "(into an existing page, below its 'generated' marker line)")
     p.add_argument("--json", type=Path, default=None, metavar="FILE",
                    help="write every point and shape check as JSON")
+    p.add_argument("--calibrate", action="store_true",
+                   help="instead of validating, refit the DIMM model's two write-stream "
+                        "contention constants to the one-DIMM EWR counters and print the grid "
+                        "(about a minute; --quick: shorter runs)")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -45,6 +50,8 @@ def _run(args: argparse.Namespace) -> int:
     def say(msg: str) -> None:
         print(f"# {msg}", file=sys.stderr, flush=True)
 
+    if args.calibrate:
+        return _calibrate(args, say)
     r = validate(args.preset, args.one_dimm, quick=args.quick, seed=args.seed, progress=say)
     print(f"# pmsim validate: {r.summary()}")
     print(r.shape_table())
@@ -62,6 +69,22 @@ def _run(args: argparse.Namespace) -> int:
             if GENERATED in old:
                 keep = old[:old.index(GENERATED)]
         args.markdown.write_text(keep + GENERATED + "\n\n" + body if keep else body)
+    return 0
+
+
+def _calibrate(args: argparse.Namespace, say: Callable[[str], None]) -> int:
+    from ..presets import preset
+    from .calibrate import SERIES, fit, table
+
+    fits = fit(args.one_dimm, seed=args.seed, quick=args.quick, progress=say)
+    dm = preset(args.one_dimm).pm.dimm
+    best = fits[0]
+    print(f"# pmsim validate --calibrate: EWR series '{SERIES}', one DIMM ({args.one_dimm})")
+    print(table(fits))
+    print()
+    print(f"best: combine_writers={best.combine_writers}, contention={best.contention:.2f} "
+          f"(error {best.error:.4f}); {args.one_dimm} uses combine_writers="
+          f"{dm.combine_writers}, contention={dm.contention:.2f}")
     return 0
 
 

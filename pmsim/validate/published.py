@@ -94,6 +94,11 @@ def effective_write_ratio() -> list[Series]:
     return _columns("EWR (1 DIMM)", "sweep-ewr-1dimm.csv", "threads", "ratio")
 
 
+def effective_write_ratio_six() -> list[Series]:
+    """The raw sweeps' EWR against threads, six DIMMs, sequential 1 KiB ntstores (one run)."""
+    return _columns("EWR (6 DIMMs)", "sweep-ewr-6dimm.csv", "threads", "ratio")
+
+
 def fence_interval() -> list[Series]:
     """Fig. 13: GB/s against the bytes written between two fences."""
     return _columns("Fig. 13", "13-sfence_interval.csv", "bytes per fence", "GB/s")

@@ -310,7 +310,10 @@ def test_bad_timing_configs_say_what_to_use() -> None:
                       (lambda: PrefetchConfig(stream="yes"), "True or False"),
                       (lambda: DIMMConfig(dimms=-1), "dimms"),
                       (lambda: DIMMConfig(interleave_kib=3), "power of two"),
-                      (lambda: DIMMConfig(read_priority=1), "True or False")):
+                      (lambda: DIMMConfig(read_priority=1), "True or False"),
+                      (lambda: DIMMConfig(combine_writers=65), "combine_writers"),
+                      (lambda: DIMMConfig(contention=1.5), "probability"),
+                      (lambda: DIMMConfig(contention=True), "probability")):
         with pytest.raises(ConfigError, match=want.replace("(", r"\(")):
             bad()
     with pytest.raises(ConfigError, match="core.model|CoreConfig"):

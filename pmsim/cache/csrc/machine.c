@@ -16,7 +16,7 @@
 
 enum { LINE_SHIFT = 6, LINE_BYTES = 64 };
 /* buckets of each DIMM calendar (reference.CAL_BUCKETS) */
-enum { PM_CAL_BUCKETS = 4096, PM_ALLOC_RING = 256 };
+enum { PM_CAL_BUCKETS = 4096, PM_ALLOC_RING = 256, PM_WRITE_RING = 256 };
 /* event kinds (pmsim.trace.Ev) */
 enum { EV_STORE = 1, EV_NTSTORE = 2, EV_RMW = 3, EV_CLFLUSH = 4, EV_CLFLUSHOPT = 5,
        EV_CLWB = 6, EV_SFENCE = 7, EV_MFENCE = 8, EV_PCOMMIT = 9, EV_WB = 10, EV_MARK = 11 };
@@ -120,6 +120,13 @@ struct pm_machine {
     double *alloc_t;     /* ndimm x PM_ALLOC_RING: the buffer's last allocations' times */
     uint64_t *alloc_n;   /* allocations so far, per DIMM */
     double *dimm_last;   /* ndimm x cores: each thread's last write start at each DIMM */
+    double *wr_t;        /* ndimm x PM_WRITE_RING: the DIMM's last writes' starts ... */
+    int32_t *wr_tid;     /* ... and their threads */
+    uint64_t *wr_n;      /* writes so far, per DIMM */
+    double *tw_t;        /* cores x PM_WRITE_RING: each thread's last writes' starts ... */
+    uint32_t *tw_d;      /* ... and their DIMMs */
+    uint64_t *tw_n;      /* writes so far, per thread */
+    int cw_on;           /* stream contention possible (more cores than combine_writers) */
     uint32_t *xpb_fill;
     uint64_t *rng;
     double *chan_free;   /* when each DIMM has accepted every write given to it */
@@ -432,6 +439,48 @@ static int xpb_survives(pm_machine *m, uint32_t d, size_t e, double shut)
     return 1;
 }
 
+/* Whether the media line completed at `shut` was first written out half done because of the
+   write streams DIMM d serves: every thread with a write to it started in the buffer's turnover
+   time before `shut`, weighted by the share of its writes in that time that went to d; each
+   stream beyond combine_writers with chance contention (PyEngine._contended). */
+static int contended(pm_machine *m, int tid, uint32_t d, double shut)
+{
+    const pm_config *c = &m->cfg;
+    double lo = shut - c->contention_window_ns;
+    const double *times = &m->wr_t[(size_t)d * PM_WRITE_RING];
+    const int32_t *tids = &m->wr_tid[(size_t)d * PM_WRITE_RING];
+    uint64_t seen = (uint64_t)1 << tid, n = m->wr_n[d];
+    for (uint64_t i = n > PM_WRITE_RING ? n - PM_WRITE_RING : 0; i < n; i++) {
+        double ti = times[i % PM_WRITE_RING];
+        if (lo < ti && ti <= shut)
+            seen |= (uint64_t)1 << tids[i % PM_WRITE_RING];
+    }
+    if (__builtin_popcountll(seen) <= (int)c->combine_writers)
+        return 0;
+    double streams = 0.0;
+    for (int u = 0; u < c->cores; u++) {
+        if (!(seen >> u & 1))
+            continue;
+        const double *tt = &m->tw_t[(size_t)u * PM_WRITE_RING];
+        const uint32_t *td = &m->tw_d[(size_t)u * PM_WRITE_RING];
+        uint64_t k = m->tw_n[u];
+        long here = 0, total = 0;
+        for (uint64_t i = k > PM_WRITE_RING ? k - PM_WRITE_RING : 0; i < k; i++) {
+            double ti = tt[i % PM_WRITE_RING];
+            if (lo < ti && ti <= shut) {
+                total++;
+                here += td[i % PM_WRITE_RING] == d;
+            }
+        }
+        if (total)
+            streams += (double)here / (double)total;
+    }
+    double extra = streams - (double)c->combine_writers;
+    if (extra <= 0.0)
+        return 0;
+    return (double)dimm_rand(m, d) < (1.0 - pow(1.0 - c->contention, extra)) * 2147483648.0;
+}
+
 /* The DIMM takes one 64 B write from its WPQ at `accept`: returns when it starts (*done: when
    it is accepted). */
 static double dimm_write(pm_machine *m, int tid, uint32_t d, uint64_t line, double accept,
@@ -462,11 +511,21 @@ static double dimm_write(pm_machine *m, int tid, uint32_t d, uint64_t line, doub
         m->xpb_tid[e] = tid;
     }
     *last = start;
+    {
+        uint64_t i = m->wr_n[d];
+        m->wr_t[(size_t)d * PM_WRITE_RING + i % PM_WRITE_RING] = start;
+        m->wr_tid[(size_t)d * PM_WRITE_RING + i % PM_WRITE_RING] = tid;
+        m->wr_n[d] = i + 1;
+        i = m->tw_n[tid];
+        m->tw_t[(size_t)tid * PM_WRITE_RING + i % PM_WRITE_RING] = start;
+        m->tw_d[(size_t)tid * PM_WRITE_RING + i % PM_WRITE_RING] = d;
+        m->tw_n[tid] = i + 1;
+    }
     uint8_t mask = (uint8_t)(m->xpb_mask[e] | (1u << (line & 3)));
     if (mask == 15) {
         mask = 0;
         m->xpb_shut[e] = start;
-        if (!xpb_survives(m, d, e, start))
+        if (!xpb_survives(m, d, e, start) || (m->cw_on && contended(m, tid, d, start)))
             half_evicted(m, tid, d, start);
         st->media_write_bytes += 256;
         m->xpb_busy[e] = book(m, 2 * d + 1, done, c->media_write_ns) + c->media_write_ns;
@@ -1712,8 +1771,20 @@ static void timing_reset(pm_machine *m)
         m->alloc_t[i] = -1.0;
     for (size_t i = 0; i < nd * c->cores; i++)
         m->dimm_last[i] = 0.0;
+    for (size_t i = 0; i < nd * PM_WRITE_RING; i++) {
+        m->wr_t[i] = -1.0;
+        m->wr_tid[i] = 0;
+    }
+    for (size_t i = 0; i < (size_t)c->cores * PM_WRITE_RING; i++) {
+        m->tw_t[i] = -1.0;
+        m->tw_d[i] = 0;
+    }
+    for (int t = 0; t < c->cores; t++)
+        m->tw_n[t] = 0;
+    m->cw_on = c->contention > 0.0 && (uint32_t)c->cores > c->combine_writers;
     for (uint32_t d = 0; d < nd; d++) {
         m->alloc_n[d] = 0;
+        m->wr_n[d] = 0;
         m->xpb_fill[d] = 0;
         m->rng[d] = dimm_seed(c->seed, d);
         m->chan_free[d] = 0.0;
@@ -1778,6 +1849,12 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->alloc_t = calloc(nd * PM_ALLOC_RING, sizeof(double));
     m->alloc_n = calloc(nd, sizeof(uint64_t));
     m->dimm_last = calloc(nd * cfg->cores, sizeof(double));
+    m->wr_t = calloc(nd * PM_WRITE_RING, sizeof(double));
+    m->wr_tid = calloc(nd * PM_WRITE_RING, sizeof(int32_t));
+    m->wr_n = calloc(nd, sizeof(uint64_t));
+    m->tw_t = calloc((size_t)cfg->cores * PM_WRITE_RING, sizeof(double));
+    m->tw_d = calloc((size_t)cfg->cores * PM_WRITE_RING, sizeof(uint32_t));
+    m->tw_n = calloc((size_t)cfg->cores, sizeof(uint64_t));
     m->xpb_fill = calloc(nd, sizeof(uint32_t));
     m->rng = calloc(nd, sizeof(uint64_t));
     m->chan_free = calloc(nd, sizeof(double));
@@ -1809,7 +1886,8 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
              && m->lf_ring && m->lf_idx && m->pf_streams && m->pf_line
              && m->pf_ready && m->xpb_line && m->xpb_mask && m->xpb_busy
              && m->xpb_open && m->xpb_shut && m->xpb_seq && m->xpb_from && m->xpb_tid
-             && m->alloc_t && m->alloc_n && m->dimm_last
+             && m->alloc_t && m->alloc_n && m->dimm_last && m->wr_t && m->wr_tid && m->wr_n
+             && m->tw_t && m->tw_d && m->tw_n
              && m->xpb_fill && m->rng && m->chan_free && m->cal_tag && m->cal_used;
     ok = ok && cache_init(&m->llc, cfg->llc_sets, cfg->llc_ways);
     for (int i = 0; ok && i < p; i++)
@@ -1874,6 +1952,12 @@ void pm_machine_free(pm_machine *m)
     free(m->xpb_from);
     free(m->xpb_tid);
     free(m->alloc_t);
+    free(m->wr_t);
+    free(m->wr_tid);
+    free(m->wr_n);
+    free(m->tw_t);
+    free(m->tw_d);
+    free(m->tw_n);
     free(m->alloc_n);
     free(m->dimm_last);
     free(m->xpb_fill);

@@ -55,14 +55,17 @@ VALUE_OPS = (ref.OP_LOAD, ref.OP_CAS, ref.OP_XCHG)
 TIMING = {"plain": {}, "ooo": {"ooo": True}, "stream": {"stream": True},
           "adjacent": {"adjacent": True}, "dimm": {"dimms": 1}, "dimms": {"dimms": 2},
           "dimms-reads-first": {"dimms": 2, "read_priority": True},
-          "all": {"ooo": True, "stream": True, "adjacent": True, "dimms": 2}}
+          "dimms-contended": {"dimms": 2, "contend": True},
+          "all": {"ooo": True, "stream": True, "adjacent": True, "dimms": 2, "contend": True}}
 """Timing mechanisms a scenario switches on: the out-of-order core, the prefetchers, the DIMM
-model (one DIMM, or two interleaved per KiB, with reads first or one queue), all of them."""
+model (one DIMM, or two interleaved per KiB, with reads first or one queue, with the write
+streams' contention reachable by three threads), all of them."""
 
 
 def tiny(cores: int = 3, domain: str = "pdom1", barrier: str = "modelled",
          merge: bool = False, ooo: bool = False, stream: bool = False, adjacent: bool = False,
-         dimms: int = 0, read_priority: bool = False, seed: int = 0) -> MachineConfig:
+         dimms: int = 0, read_priority: bool = False, contend: bool = False,
+         seed: int = 0) -> MachineConfig:
     """A machine small enough that every eviction path and the full WPQ are exercised (and,
     when switched on, a full store buffer, miss slots, stream table and on-DIMM buffer)."""
     return MachineConfig(
@@ -76,7 +79,9 @@ def tiny(cores: int = 3, domain: str = "pdom1", barrier: str = "modelled",
                     merge_writes=merge,
                     dimm=DIMMConfig(dimms, interleave_kib=1, buffer_lines=3, media_read_ns=61.3,
                                     media_read_occ_ns=17.9, media_write_ns=93.1,
-                                    read_priority=read_priority)),
+                                    read_priority=read_priority,
+                                    combine_writers=1 if contend else 5,
+                                    contention=0.37 if contend else 0.2)),
         costs=CostConfig(store_ns=0.3, flush_ns=1.7, fence_ns=2.9, rmw_ns=11.1, pcommit_ns=3.3,
                          lock_ns=20.0, snoop_ns=6.1),
         regions=(Region("dram", DRAM_BASE, DRAM_LINES * 64, "dram"),
