@@ -220,11 +220,11 @@ class DIMMConfig:
         v = self.combine_writers
         if not _is_int(v) or not 0 <= v <= 64:
             raise _fail(self, "combine_writers", f"must be an integer in 0..64, got {v!r}",
-                        "Use the number of writers a DIMM serves without interference (4).")
+                        "Use the number of write streams a DIMM serves without interference (5).")
         v = self.contention
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
             raise _fail(self, "contention", f"must be a probability in [0, 1], got {v!r}",
-                        "Use 0 to turn writer contention off, or e.g. 0.15.")
+                        "Use 0 to turn the write streams' contention off, or e.g. 0.2.")
         if not isinstance(self.read_priority, bool):
             raise _fail(self, "read_priority", f"must be True or False, got "
                         f"{self.read_priority!r}", "Use True (reads first) or False (one queue).")

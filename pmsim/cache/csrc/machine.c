@@ -455,7 +455,10 @@ static int contended(pm_machine *m, int tid, uint32_t d, double shut)
         if (lo < ti && ti <= shut)
             seen |= (uint64_t)1 << tids[i % PM_WRITE_RING];
     }
-    if (__builtin_popcountll(seen) <= (int)c->combine_writers)
+    int writers = 0;
+    for (uint64_t b = seen; b; b &= b - 1)
+        writers++;
+    if (writers <= (int)c->combine_writers)
         return 0;
     double streams = 0.0;
     for (int u = 0; u < c->cores; u++) {

@@ -76,8 +76,9 @@ a line was half written (PyEngine._xpb_survives; the C core's PM_ALLOC_RING)."""
 WRITE_RING = 256
 """Writes remembered per DIMM (their starts and threads) and per thread (their starts and
 DIMMs), to weigh the threads writing to a DIMM (PyEngine._contended; the C core's
-PM_WRITE_RING): at a DIMM's full rate, about the buffer's turnover time on the Optane
-presets."""
+PM_WRITE_RING). A DIMM's ring spans about the buffer's turnover time at its full rate on the
+Optane presets; a thread writing faster than one DIMM (over several) has its share taken over
+its last WRITE_RING writes in that time."""
 
 
 def pf_slots(distance: int) -> int:

@@ -387,6 +387,46 @@ def test_timing_mechanisms_long_stream(timing: str) -> None:
         assert_same(snapshot(c), snapshot(py))
 
 
+def media_line_writers(rng: np.random.Generator, cores: int, rounds: int) -> list[tuple]:
+    """Every thread writes whole 256 B media lines (four ntstores, or four stores and clwbs,
+    then an sfence) at random places of PM, the threads interleaved line by line: many write
+    streams at each DIMM, so lines complete while the contention rule has writers to count."""
+    out = []
+    for _ in range(rounds):
+        for tid in rng.permutation(cores).tolist():
+            first = PM_BASE + 256 * int(rng.integers(0, PM_LINES // 4))
+            lines = [first + 64 * i for i in range(4)]
+            if rng.random() < 0.5:
+                out += [(ref.OP_NTSTORE, tid, a, tid, 0) for a in lines]
+            else:
+                out += [(ref.OP_STORE, tid, a, tid, 0) for a in lines]
+                out += [(ref.OP_CLWB, tid, a, 0, 0) for a in lines]
+            out.append((ref.OP_SFENCE, tid, 0, 0, 0))
+    return out
+
+
+@pytest.mark.parametrize("cores", [8, 64])
+def test_write_streams_contention(cores: int) -> None:
+    """The write streams' contention (DIMMConfig.combine_writers, contention) with up to 64
+    writers on two DIMMs: both engines agree, the rule fires, and with contention 0 it does not
+    change a thing."""
+    base = tiny(cores, "pdom1", "modelled", False, ooo=True, dimms=2, seed=3)
+    seq = media_line_writers(np.random.default_rng(cores), cores, 40)
+    rmw = {}
+    for q in (0.0, 0.37):
+        cfg = base.replace(**{"pm.dimm.combine_writers": 2, "pm.dimm.contention": q,
+                              "pm.dimm.buffer_lines": 16})
+        py, c = PyEngine(cfg), c_engine(cfg)
+        assert [call(c, o) for o in seq] == [call(py, o) for o in seq]
+        assert_same(snapshot(c), snapshot(py))
+        rmw[q] = int(py.get_stats()["xpb_rmw"].sum())
+        b = to_batch(seq)
+        cb = c_engine(cfg)
+        cb.run_batch(b)
+        assert_same(snapshot(cb), snapshot(py))
+    assert rmw[0.37] > rmw[0.0]
+
+
 @pytest.mark.parametrize("merge", [False, True])
 @pytest.mark.parametrize("domain", DOMAINS)
 @pytest.mark.parametrize("barrier", ["modelled", "fixed"])
