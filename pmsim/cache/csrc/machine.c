@@ -120,9 +120,6 @@ struct pm_machine {
     double *alloc_t;     /* ndimm x PM_ALLOC_RING: the buffer's last allocations' times */
     uint64_t *alloc_n;   /* allocations so far, per DIMM */
     double *dimm_last;   /* ndimm x cores: each thread's last write start at each DIMM */
-    double *wr_t;        /* ndimm x PM_WRITE_RING: the DIMM's last writes' starts ... */
-    int32_t *wr_tid;     /* ... and their threads */
-    uint64_t *wr_n;      /* writes so far, per DIMM */
     double *tw_t;        /* cores x PM_WRITE_RING: each thread's last writes' starts ... */
     uint32_t *tw_d;      /* ... and their DIMMs */
     uint64_t *tw_n;      /* writes so far, per thread */
@@ -443,27 +440,12 @@ static int xpb_survives(pm_machine *m, uint32_t d, size_t e, double shut)
    write streams DIMM d serves: every thread with a write to it started in the buffer's turnover
    time before `shut`, weighted by the share of its writes in that time that went to d; each
    stream beyond combine_writers with chance contention (PyEngine._contended). */
-static int contended(pm_machine *m, int tid, uint32_t d, double shut)
+static int contended(pm_machine *m, uint32_t d, double shut)
 {
     const pm_config *c = &m->cfg;
-    double lo = shut - c->contention_window_ns;
-    const double *times = &m->wr_t[(size_t)d * PM_WRITE_RING];
-    const int32_t *tids = &m->wr_tid[(size_t)d * PM_WRITE_RING];
-    uint64_t seen = (uint64_t)1 << tid, n = m->wr_n[d];
-    for (uint64_t i = n > PM_WRITE_RING ? n - PM_WRITE_RING : 0; i < n; i++) {
-        double ti = times[i % PM_WRITE_RING];
-        if (lo < ti && ti <= shut)
-            seen |= (uint64_t)1 << tids[i % PM_WRITE_RING];
-    }
+    double lo = shut - c->contention_window_ns, streams = 0.0;
     int writers = 0;
-    for (uint64_t b = seen; b; b &= b - 1)
-        writers++;
-    if (writers <= (int)c->combine_writers)
-        return 0;
-    double streams = 0.0;
     for (int u = 0; u < c->cores; u++) {
-        if (!(seen >> u & 1))
-            continue;
         const double *tt = &m->tw_t[(size_t)u * PM_WRITE_RING];
         const uint32_t *td = &m->tw_d[(size_t)u * PM_WRITE_RING];
         uint64_t k = m->tw_n[u];
@@ -475,11 +457,13 @@ static int contended(pm_machine *m, int tid, uint32_t d, double shut)
                 here += td[i % PM_WRITE_RING] == d;
             }
         }
-        if (total)
+        if (here) {
+            writers++;
             streams += (double)here / (double)total;
+        }
     }
     double extra = streams - (double)c->combine_writers;
-    if (extra <= 0.0)
+    if (writers <= (int)c->combine_writers || extra <= 0.0)
         return 0;
     return (double)dimm_rand(m, d) < (1.0 - pow(1.0 - c->contention, extra)) * 2147483648.0;
 }
@@ -515,11 +499,7 @@ static double dimm_write(pm_machine *m, int tid, uint32_t d, uint64_t line, doub
     }
     *last = start;
     {
-        uint64_t i = m->wr_n[d];
-        m->wr_t[(size_t)d * PM_WRITE_RING + i % PM_WRITE_RING] = start;
-        m->wr_tid[(size_t)d * PM_WRITE_RING + i % PM_WRITE_RING] = tid;
-        m->wr_n[d] = i + 1;
-        i = m->tw_n[tid];
+        uint64_t i = m->tw_n[tid];
         m->tw_t[(size_t)tid * PM_WRITE_RING + i % PM_WRITE_RING] = start;
         m->tw_d[(size_t)tid * PM_WRITE_RING + i % PM_WRITE_RING] = d;
         m->tw_n[tid] = i + 1;
@@ -528,7 +508,7 @@ static double dimm_write(pm_machine *m, int tid, uint32_t d, uint64_t line, doub
     if (mask == 15) {
         mask = 0;
         m->xpb_shut[e] = start;
-        if (!xpb_survives(m, d, e, start) || (m->cw_on && contended(m, tid, d, start)))
+        if (!xpb_survives(m, d, e, start) || (m->cw_on && contended(m, d, start)))
             half_evicted(m, tid, d, start);
         st->media_write_bytes += 256;
         m->xpb_busy[e] = book(m, 2 * d + 1, done, c->media_write_ns) + c->media_write_ns;
@@ -1774,10 +1754,6 @@ static void timing_reset(pm_machine *m)
         m->alloc_t[i] = -1.0;
     for (size_t i = 0; i < nd * c->cores; i++)
         m->dimm_last[i] = 0.0;
-    for (size_t i = 0; i < nd * PM_WRITE_RING; i++) {
-        m->wr_t[i] = -1.0;
-        m->wr_tid[i] = 0;
-    }
     for (size_t i = 0; i < (size_t)c->cores * PM_WRITE_RING; i++) {
         m->tw_t[i] = -1.0;
         m->tw_d[i] = 0;
@@ -1787,7 +1763,6 @@ static void timing_reset(pm_machine *m)
     m->cw_on = c->contention > 0.0 && (uint32_t)c->cores > c->combine_writers;
     for (uint32_t d = 0; d < nd; d++) {
         m->alloc_n[d] = 0;
-        m->wr_n[d] = 0;
         m->xpb_fill[d] = 0;
         m->rng[d] = dimm_seed(c->seed, d);
         m->chan_free[d] = 0.0;
@@ -1852,9 +1827,6 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->alloc_t = calloc(nd * PM_ALLOC_RING, sizeof(double));
     m->alloc_n = calloc(nd, sizeof(uint64_t));
     m->dimm_last = calloc(nd * cfg->cores, sizeof(double));
-    m->wr_t = calloc(nd * PM_WRITE_RING, sizeof(double));
-    m->wr_tid = calloc(nd * PM_WRITE_RING, sizeof(int32_t));
-    m->wr_n = calloc(nd, sizeof(uint64_t));
     m->tw_t = calloc((size_t)cfg->cores * PM_WRITE_RING, sizeof(double));
     m->tw_d = calloc((size_t)cfg->cores * PM_WRITE_RING, sizeof(uint32_t));
     m->tw_n = calloc((size_t)cfg->cores, sizeof(uint64_t));
@@ -1889,7 +1861,7 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
              && m->lf_ring && m->lf_idx && m->pf_streams && m->pf_line
              && m->pf_ready && m->xpb_line && m->xpb_mask && m->xpb_busy
              && m->xpb_open && m->xpb_shut && m->xpb_seq && m->xpb_from && m->xpb_tid
-             && m->alloc_t && m->alloc_n && m->dimm_last && m->wr_t && m->wr_tid && m->wr_n
+             && m->alloc_t && m->alloc_n && m->dimm_last
              && m->tw_t && m->tw_d && m->tw_n
              && m->xpb_fill && m->rng && m->chan_free && m->cal_tag && m->cal_used;
     ok = ok && cache_init(&m->llc, cfg->llc_sets, cfg->llc_ways);
@@ -1955,9 +1927,6 @@ void pm_machine_free(pm_machine *m)
     free(m->xpb_from);
     free(m->xpb_tid);
     free(m->alloc_t);
-    free(m->wr_t);
-    free(m->wr_tid);
-    free(m->wr_n);
     free(m->tw_t);
     free(m->tw_d);
     free(m->tw_n);

@@ -74,11 +74,10 @@ ALLOC_RING = 256
 """Allocations of each on-DIMM buffer remembered (their times), to find those that fell while
 a line was half written (PyEngine._xpb_survives; the C core's PM_ALLOC_RING)."""
 WRITE_RING = 256
-"""Writes remembered per DIMM (their starts and threads) and per thread (their starts and
-DIMMs), to weigh the threads writing to a DIMM (PyEngine._contended; the C core's
-PM_WRITE_RING). A DIMM's ring spans about the buffer's turnover time at its full rate on the
-Optane presets; a thread writing faster than one DIMM (over several) has its share taken over
-its last WRITE_RING writes in that time."""
+"""Writes remembered per thread (their starts and DIMMs), to weigh the threads writing to a
+DIMM (PyEngine._contended; the C core's PM_WRITE_RING): at one DIMM's full rate, about the
+buffer's turnover time on the Optane presets; a thread writing faster (over several DIMMs) has
+its share taken over its last WRITE_RING writes in that time."""
 
 
 def pf_slots(distance: int) -> int:
@@ -340,9 +339,6 @@ class PyEngine(WideOps):
         self.alloc_n = [0] * n  # allocations so far
         self.dimm_last = [[0.0] * cfg.cores for _ in range(n)]  # each thread's last write start
         self.xpb_fill = [0] * n  # entries in use (filled in order, then random victims)
-        self.wr_t = [[-1.0] * WRITE_RING for _ in range(n)]  # the DIMM's last writes' starts
-        self.wr_tid = [[0] * WRITE_RING for _ in range(n)]  # ... and their threads
-        self.wr_n = [0] * n  # writes so far
         self.tw_t = [[-1.0] * WRITE_RING for _ in range(cfg.cores)]  # each thread's last writes
         self.tw_d = [[0] * WRITE_RING for _ in range(cfg.cores)]  # ... and their DIMMs
         self.tw_n = [0] * cfg.cores
@@ -439,7 +435,7 @@ class PyEngine(WideOps):
                 return False
         return True
 
-    def _contended(self, tid: int, d: int, shut: float) -> bool:
+    def _contended(self, d: int, shut: float) -> bool:
         """Whether the media line completed at ``shut`` was first written out half done
         because of the write streams DIMM ``d`` serves: every thread with a write to it started
         in the buffer's turnover time before ``shut``, weighted by the share of its writes in
@@ -449,30 +445,21 @@ class PyEngine(WideOps):
         growing with the writers, not which rule causes them."""
         dm = self.cfg.pm.dimm
         lo = shut - dm.contention_window_ns
-        times, tids = self.wr_t[d], self.wr_tid[d]
-        seen = 1 << tid
-        n = self.wr_n[d]
-        for i in range(max(0, n - WRITE_RING), n):
-            j = i % WRITE_RING
-            if lo < times[j] <= shut:
-                seen |= 1 << tids[j]
-        if seen.bit_count() <= dm.combine_writers:
-            return False
-        streams = 0.0
+        writers, streams = 0, 0.0
         for u in range(self.cfg.cores):
-            if seen >> u & 1:
-                here = total = 0
-                tt, td, m = self.tw_t[u], self.tw_d[u], self.tw_n[u]
-                for i in range(max(0, m - WRITE_RING), m):
-                    j = i % WRITE_RING
-                    if lo < tt[j] <= shut:
-                        total += 1
-                        if td[j] == d:
-                            here += 1
-                if total:
-                    streams += here / total
+            here = total = 0
+            tt, td, m = self.tw_t[u], self.tw_d[u], self.tw_n[u]
+            for i in range(max(0, m - WRITE_RING), m):
+                j = i % WRITE_RING
+                if lo < tt[j] <= shut:
+                    total += 1
+                    if td[j] == d:
+                        here += 1
+            if here:
+                writers += 1
+                streams += here / total
         extra = streams - dm.combine_writers
-        if extra <= 0.0:
+        if writers <= dm.combine_writers or extra <= 0.0:
             return False
         return self._rand(d) < (1.0 - (1.0 - float(dm.contention)) ** extra) * 2147483648.0
 
@@ -514,10 +501,6 @@ class PyEngine(WideOps):
             self.xpb_from[d][k] = self.alloc_n[d]
             self.xpb_tid[d][k] = tid
         self.dimm_last[d][tid] = start
-        i = self.wr_n[d]
-        self.wr_t[d][i % WRITE_RING] = start
-        self.wr_tid[d][i % WRITE_RING] = tid
-        self.wr_n[d] = i + 1
         i = self.tw_n[tid]
         self.tw_t[tid][i % WRITE_RING] = start
         self.tw_d[tid][i % WRITE_RING] = d
@@ -527,7 +510,7 @@ class PyEngine(WideOps):
             mask = 0
             self.xpb_shut[d][k] = start
             if not self._xpb_survives(d, k, start) or (self.cw_on
-                                                        and self._contended(tid, d, start)):
+                                                        and self._contended(d, start)):
                 self._half_evicted(tid, d, start)
             st["media_write_bytes"] += XPLINE
             w = cfg.pm.dimm.media_write_ns
