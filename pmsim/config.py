@@ -174,7 +174,7 @@ class DIMMConfig:
     writes a media line back when its four cache lines have all been written, or when a
     partly written line is evicted (a read-modify-write); with many writers queued at a DIMM,
     lines written over the wait are evicted half written by the others' allocations, and with
-    more than ``combine_writers`` threads writing to a DIMM each extra one may cost a line an
+    more than ``combine_writers`` write streams at a DIMM each extra one may cost a line an
     early half write (``contention``, calibrated on the DIMMs' own counters; see the model
     page). Durability is unchanged: the WPQ (or,
     in PDOM-0, the DIMM's acceptance) is the persistence point; the buffer and media are behind
@@ -195,12 +195,12 @@ class DIMMConfig:
                                 "the writes queued after it (the read-first scheduling of "
                                 "memory controllers that drain writes at a watermark); False "
                                 "(the default): reads and writes share one first-come queue")
-    combine_writers: int = param(5, "threads", "threads writing to one DIMM whose partial lines "
-                                 "its buffer combines without interfering; each thread beyond "
-                                 "these that wrote to the DIMM within the buffer's turnover time "
-                                 "(buffer_lines media writes) may cost a completed line an early "
-                                 "half write (contention)")
-    contention: float = param(0.20, "", "chance, per writing thread beyond combine_writers, that "
+    combine_writers: int = param(5, "streams", "write streams one DIMM's buffer combines "
+                                 "without interfering: a thread that wrote to the DIMM within "
+                                 "the buffer's turnover time (buffer_lines media writes) counts "
+                                 "by the share of its writes there; each stream beyond these may "
+                                 "cost a completed line an early half write (contention)")
+    contention: float = param(0.20, "", "chance, per write stream beyond combine_writers, that "
                               "a media line was written out half done before its last part "
                               "arrived (a read-modify-write); 0 turns the effect off. "
                               "Calibrated on FAST'20's DIMM counters (see the model page)")
