@@ -1,8 +1,9 @@
 """Calibration of the DIMM model's write-stream contention on the DIMMs' own counters.
 
 The two constants of ``DIMMConfig`` that set how a DIMM's buffer loses partly written lines to
-concurrent write streams (``combine_writers``, ``contention``) are the only ones in pmsim fitted
-to the FAST'20 data rather than read off it. They are fitted to one series, the effective write
+concurrent write streams (``combine_writers``, ``contention``) are the only ones fitted to
+FAST'20's data beyond its idle latencies (Fig. 2) and one DIMM's peak rates, which the presets
+read off. They are fitted to one series, the effective write
 ratio (EWR) the DIMM's counters reported for random 256 B ntstores at 1-12 threads (the authors'
 raw sweeps; ``data/optane-fast20/sweep-ewr-1dimm.csv``): the pair on a grid whose simulated EWR
 is nearest in the sum of squared log ratios. Every other series of ``pmsim validate`` is a
