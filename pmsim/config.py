@@ -175,8 +175,9 @@ class DIMMConfig:
     partly written line is evicted (a read-modify-write); with many writers queued at a DIMM,
     lines written over the wait are evicted half written by the others' allocations, and with
     more than ``combine_writers`` write streams at a DIMM each extra one may cost a line an
-    early half write (``contention``, calibrated on the DIMMs' own counters; see the model
-    page). Durability is unchanged: the WPQ (or,
+    early half write (``contention``), and with more than ``combine_writers`` read streams each
+    extra one may cost a read of a line the buffer holds a media read (``read_contention``;
+    both calibrated on the DIMMs' own counters; see the model page). Durability is unchanged: the WPQ (or,
     in PDOM-0, the DIMM's acceptance) is the persistence point; the buffer and media are behind
     it."""
 
@@ -199,11 +200,18 @@ class DIMMConfig:
                                  "without interfering: a thread that wrote to the DIMM within "
                                  "the buffer's turnover time (buffer_lines media writes) counts "
                                  "by the share of its writes there; each stream beyond these may "
-                                 "cost a completed line an early half write (contention)")
+                                 "cost a completed line an early half write (contention). Read "
+                                 "streams are counted the same way, by the reads in flight "
+                                 "in that time (read_contention)")
     contention: float = param(0.20, "", "chance, per write stream beyond combine_writers, that "
                               "a media line was written out half done before its last part "
                               "arrived (a read-modify-write); 0 turns the effect off. "
                               "Calibrated on FAST'20's DIMM counters (see the model page)")
+    read_contention: float = param(0.009, "", "chance, per read stream beyond "
+                                   "combine_writers, that a read of a line the buffer holds "
+                                   "finds it evicted by the other streams and reads the media "
+                                   "again; 0 turns the effect off. Calibrated on FAST'20's DIMM "
+                                   "counters (see the model page)")
 
     def __post_init__(self) -> None:
         v = self.dimms
@@ -225,6 +233,10 @@ class DIMMConfig:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
             raise _fail(self, "contention", f"must be a probability in [0, 1], got {v!r}",
                         "Use 0 to turn the write streams' contention off, or e.g. 0.2.")
+        v = self.read_contention
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+            raise _fail(self, "read_contention", f"must be a probability in [0, 1], got {v!r}",
+                        "Use 0 to turn the read streams' contention off, or e.g. 0.01.")
         if not isinstance(self.read_priority, bool):
             raise _fail(self, "read_priority", f"must be True or False, got "
                         f"{self.read_priority!r}", "Use True (reads first) or False (one queue).")

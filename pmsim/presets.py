@@ -62,12 +62,13 @@ OPTANE_SOURCE = (
     "sfence = 62 ns). Reads and writes share one first-come queue at the media "
     "(read_priority off: reads first wins and loses as many FAST'20 points, see the "
     "Validation page). No WPQ merging: the DIMM's buffer combines writes to a media line "
-    "instead. Write streams' contention in the buffer (combine_writers 5, contention 0.20): "
-    "the only constants fitted to FAST'20 beyond Fig. 2, to the effective write ratio the "
-    "DIMM counters reported for random 256 B ntstores at 1-12 threads on one DIMM (the "
-    "authors' raw sweeps; `pmsim validate --calibrate`). Bandwidth, write amplification, the "
-    "other effective write ratios and size curves are predictions, compared by "
-    "`pmsim validate`")
+    "instead. Streams' contention in the buffer (combine_writers 5, contention 0.20, "
+    "read_contention 0.009): the only constants fitted to FAST'20 beyond Fig. 2 and the peak "
+    "rates, the first two to the effective write ratio the DIMM counters reported for random "
+    "256 B ntstores at 1-12 threads on one DIMM, the third to the effective read ratio they "
+    "reported for sequential 256 B reads at 1-8 threads (the authors' raw sweeps; `pmsim "
+    "validate --calibrate`). Bandwidth, write amplification, the other effective write "
+    "ratios and size curves are predictions, compared by `pmsim validate`")
 
 
 def _optane(domain: str, dimms: int = 6) -> MachineConfig:
@@ -80,7 +81,7 @@ def _optane(domain: str, dimms: int = 6) -> MachineConfig:
                     dimm=DIMMConfig(dimms, interleave_kib=4, buffer_lines=64,
                                     media_read_ns=185.0, media_read_occ_ns=39.0,
                                     media_write_ns=116.0, combine_writers=5,
-                                    contention=0.20)),
+                                    contention=0.20, read_contention=0.009)),
         dram=DRAMConfig(81.0),
         costs=CostConfig(store_ns=1 / ghz, flush_ns=1 / ghz, fence_ns=5.0),
         core=SKYLAKE_SP_CORE,

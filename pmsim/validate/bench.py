@@ -189,9 +189,22 @@ def write_ratio(name: str, kind: str, threads: int, access: int, bytes_per_threa
     DIMM's counters report it (1: every media line written once, whole)."""
     m, _ = _run_threads(name, kind, threads, access, bytes_per_thread, seed, 64, sequential,
                         changes)
+    return _counter_ratio(m, "write")
+
+
+def read_ratio(name: str, threads: int, access: int, bytes_per_thread: int, seed: int,
+               sequential: bool = False, changes: Mapping[str, Any] | None = None) -> float:
+    """The effective read ratio of the read bandwidth benchmark: bytes read from PM over bytes
+    read from the media, as a DIMM's counters report it (1: every media line read once)."""
+    m, _ = _run_threads(name, "Read", threads, access, bytes_per_thread, seed, 64, sequential,
+                        changes)
+    return _counter_ratio(m, "read")
+
+
+def _counter_ratio(m: Machine, kind: str) -> float:
     s = m.stats()
-    media = int(s["media_write_bytes"].sum())
-    return int(s["pm_write_bytes"].sum()) / media if media else 1.0
+    media = int(s[f"media_{kind}_bytes"].sum())
+    return int(s[f"pm_{kind}_bytes"].sum()) / media if media else 1.0
 
 
 # -- Fig. 9: the on-DIMM buffer ----------------------------------------------------------------

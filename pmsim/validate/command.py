@@ -29,9 +29,10 @@ def _add(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", type=Path, default=None, metavar="FILE",
                    help="write every point and shape check as JSON")
     p.add_argument("--calibrate", action="store_true",
-                   help="instead of validating, refit the DIMM model's two write-stream "
-                        "contention constants to the one-DIMM EWR counters and print the grid "
-                        "(about a minute; --quick: shorter runs)")
+                   help="instead of validating, refit the DIMM model's stream contention "
+                        "constants (two for writes, on the one-DIMM EWR counters; one for "
+                        "reads, on the ERR counters) and print the grids (a few minutes; "
+                        "--quick: shorter runs)")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -74,17 +75,25 @@ def _run(args: argparse.Namespace) -> int:
 
 def _calibrate(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     from ..presets import preset
-    from .calibrate import SERIES, fit, table
+    from .calibrate import READ_SERIES, SERIES, fit, fit_reads, table
 
-    fits = fit(args.one_dimm, seed=args.seed, quick=args.quick, progress=say)
     dm = preset(args.one_dimm).pm.dimm
+    fits = fit(args.one_dimm, seed=args.seed, quick=args.quick, progress=say)
     best = fits[0]
     print(f"# pmsim validate --calibrate: EWR series '{SERIES}', one DIMM ({args.one_dimm})")
     print(table(fits))
     print()
-    print(f"best: combine_writers={best.combine_writers}, contention={best.contention:.2f} "
+    print(f"best: combine_writers={best.combine_writers}, contention={best.chance:.2f} "
           f"(error {best.error:.4f}); {args.one_dimm} uses combine_writers="
           f"{dm.combine_writers}, contention={dm.contention:.2f}")
+    reads = fit_reads(args.one_dimm, seed=args.seed, quick=args.quick,
+                      combine_writers=best.combine_writers, progress=say)
+    print()
+    print(f"# ERR series '{READ_SERIES}', one DIMM, combine_writers={best.combine_writers}")
+    print(table(reads, reads=True))
+    print()
+    print(f"best: read_contention={reads[0].chance:g} (error {reads[0].error:.4f}); "
+          f"{args.one_dimm} uses read_contention={dm.read_contention:g}")
     return 0
 
 

@@ -94,6 +94,12 @@ def effective_write_ratio() -> list[Series]:
     return _columns("EWR (1 DIMM)", "sweep-ewr-1dimm.csv", "threads", "ratio")
 
 
+def effective_read_ratio() -> list[Series]:
+    """The raw sweeps' effective read ratio against threads, one DIMM, sequential 256 B reads
+    (bytes read by the controller over bytes read from the media)."""
+    return _columns("ERR (1 DIMM)", "sweep-err-1dimm.csv", "threads", "ratio")
+
+
 def effective_write_ratio_six() -> list[Series]:
     """The raw sweeps' EWR against threads, six DIMMs, sequential 1 KiB ntstores (one run)."""
     return _columns("EWR (6 DIMMs)", "sweep-ewr-6dimm.csv", "threads", "ratio")

@@ -150,6 +150,10 @@ def validate(preset: str = "optane-adr", one_dimm: str = "optane-1dimm", quick: 
         kind, order = s.name.split()
         _series_points(r, s, list(s.x), lambda x, k=kind, o=order: bench.write_ratio(
             one_dimm, k, int(x), 256, 64 * 1024 * scale, seed, sequential=o == "sequential"))
+    for s in published.effective_read_ratio():
+        say(f"{s.figure}: {s.name}")
+        _series_points(r, s, list(s.x), lambda x: bench.read_ratio(
+            one_dimm, int(x), 256, 64 * 1024 * scale, seed, sequential=True))
     for s in published.effective_write_ratio_six():
         say(f"{s.figure}: {s.name}")
         xs = bench.points(s.x, quick, QUICK_THREADS)
@@ -241,7 +245,7 @@ def shapes(r: Report) -> list[Shape]:
     return out
 
 
-X_LABELS = {"Fig. 4": "threads", "EWR": "threads", "Fig. 5": "access size (B)",
+X_LABELS = {"Fig. 4": "threads", "EWR": "threads", "ERR": "threads", "Fig. 5": "access size (B)",
             "Fig. 9": "region (B)", "Fig. 12 latency": "write size (B)",
             "Fig. 12 bandwidth": "write size (B)", "Fig. 13": "bytes between fences"}
 

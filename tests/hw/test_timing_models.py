@@ -313,7 +313,9 @@ def test_bad_timing_configs_say_what_to_use() -> None:
                       (lambda: DIMMConfig(read_priority=1), "True or False"),
                       (lambda: DIMMConfig(combine_writers=65), "combine_writers"),
                       (lambda: DIMMConfig(contention=1.5), "probability"),
-                      (lambda: DIMMConfig(contention=True), "probability")):
+                      (lambda: DIMMConfig(contention=True), "probability"),
+                      (lambda: DIMMConfig(read_contention=-0.1), "read_contention"),
+                      (lambda: DIMMConfig(read_contention="0.01"), "probability")):
         with pytest.raises(ConfigError, match=want.replace("(", r"\(")):
             bad()
     with pytest.raises(ConfigError, match="core.model|CoreConfig"):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from pmsim.cli import main
+from pmsim.presets import preset
 from pmsim.validate import Point, Report, bench, markdown, published
 from pmsim.validate.report import TOLERANCE, shapes
 
@@ -47,6 +48,31 @@ def test_read_bandwidth_scales_with_dimms_and_saturates_one() -> None:
     assert one[0] == pytest.approx(2.92, rel=TOLERANCE)
     assert one[1] < 7.0, "one DIMM's media bounds reads near its 6.5 GB/s"
     assert six > 2.5 * one[1]
+
+
+def test_the_media_reads_at_the_rate_its_constant_sets() -> None:
+    """Four readers saturate one DIMM's media at 256 B per media_read_occ_ns (39 ns: 6.56
+    GB/s, FAST'20's 6.5 GB/s peak): the media's calendar loses no time to packing reads into
+    its buckets (it held five 39 ns reads per 232 ns, 5.5 GB/s, before)."""
+    dm = preset("optane-1dimm").pm.dimm
+    bw = bench.bandwidth("optane-1dimm", "Read", 4, 256, 32 * 1024, SEED)
+    assert bw == pytest.approx(256 / dm.media_read_occ_ns, rel=0.03)
+
+
+def test_effective_read_ratio_falls_beyond_the_streams_the_buffer_serves() -> None:
+    """Sequential 256 B readers on one DIMM: every media line read once up to
+    combine_writers readers; at 8, the counters' 0.92 (the series read_contention is fitted
+    to); off with a chance of 0; and random readers spread over six DIMMs do not contend."""
+    by = {s.name: s for s in published.effective_read_ratio()}
+    err = by["Read sequential"]
+    assert err.x == (1, 2, 3, 4, 6, 8) and err.at(8) == 0.9196
+    one = bench.read_ratio("optane-1dimm", 4, 256, 16 * 1024, SEED, sequential=True)
+    eight = bench.read_ratio("optane-1dimm", 8, 256, 16 * 1024, SEED, sequential=True)
+    off = bench.read_ratio("optane-1dimm", 8, 256, 16 * 1024, SEED, sequential=True,
+                           changes={"pm.dimm.read_contention": 0.0})
+    six = bench.read_ratio("optane-adr", 24, 256, 8 * 1024, SEED)
+    assert one == 1.0 and off == 1.0 and six > 0.99
+    assert eight == pytest.approx(0.9196, rel=0.05)
 
 
 def test_same_seed_same_numbers() -> None:
@@ -127,9 +153,13 @@ def test_calibration_refits_the_constants() -> None:
     from pmsim.validate import calibrate
 
     fits = calibrate.fit(quick=True, writers=(5,), chances=(0.1, 0.2, 0.4))
-    assert fits[0].contention == 0.2 and fits[-1].contention == 0.4
-    assert [x for x, _ in fits[0].ewr] == [1, 2, 3, 4, 6, 8, 12]
+    assert fits[0].chance == 0.2 and fits[-1].chance == 0.4
+    assert [x for x, _ in fits[0].ratios] == [1, 2, 3, 4, 6, 8, 12]
     assert "| published |" in calibrate.table(fits)
+    reads = calibrate.fit_reads(quick=True, chances=(0.0, 0.009, 0.05))
+    assert reads[0].chance == 0.009 and reads[-1].chance == 0.05
+    assert [x for x, _ in reads[0].ratios] == [1, 2, 3, 4, 6, 8]
+    assert "ERR at 8" in calibrate.table(reads, reads=True)
 
 
 @pytest.mark.slow
@@ -139,7 +169,8 @@ def test_the_presets_constants_are_the_fits_best() -> None:
 
     best = calibrate.fit()[0]
     dm = preset("optane-1dimm").pm.dimm
-    assert (best.combine_writers, best.contention) == (dm.combine_writers, dm.contention)
+    assert (best.combine_writers, best.chance) == (dm.combine_writers, dm.contention)
+    assert calibrate.fit_reads()[0].chance == dm.read_contention
 
 
 def fake_report() -> Report:

@@ -123,7 +123,12 @@ struct pm_machine {
     double *tw_t;        /* cores x PM_WRITE_RING: each thread's last writes' starts ... */
     uint32_t *tw_d;      /* ... and their DIMMs */
     uint64_t *tw_n;      /* writes so far, per thread */
-    int cw_on;           /* stream contention possible (more cores than combine_writers) */
+    double *tr_a;        /* cores x PM_WRITE_RING: each thread's last reads' arrivals ... */
+    double *tr_c;        /* ... their ends ... */
+    uint32_t *tr_d;      /* ... and their DIMMs */
+    uint64_t *tr_n;      /* reads so far, per thread */
+    int cw_on, cr_on;    /* write / read streams' contention possible (more cores than
+                            combine_writers, a chance above 0) */
     uint32_t *xpb_fill;
     uint64_t *rng;
     double *chan_free;   /* when each DIMM has accepted every write given to it */
@@ -320,8 +325,8 @@ static uint64_t round_half_even(double x)
 /* ---- the DIMM model (reference: PyEngine._dimm_* and _xpb_*) ---------------------------- */
 
 /* Book occ ns of calendar cal (2d: DIMM d's channel, 2d+1: its media, 2 dimms + d: its
-   media's reads when they go first) at or after t; return when the work starts
-   (PyEngine._book). */
+   media's reads when they go first) at or after t; return when the work starts. What does
+   not fit in the first bucket with room runs on into the next ones (PyEngine._book). */
 static double book(pm_machine *m, uint32_t cal, double t, double occ)
 {
     double w = m->cal_w;
@@ -335,12 +340,23 @@ static double book(pm_machine *m, uint32_t cal, double t, double occ)
             tags[i] = b;
             used[i] = 0.0;
         }
-        if (used[i] + occ <= w)
+        if (used[i] < w || occ <= 0.0)
             break;
         b++;
     }
     double s = (double)b * w + used[i];
-    used[i] += occ;
+    double rest = occ;
+    while (used[i] + rest > w) {
+        rest -= w - used[i];
+        used[i] = w;
+        b++;
+        i = (size_t)(b % PM_CAL_BUCKETS);
+        if (tags[i] != b) {
+            tags[i] = b;
+            used[i] = 0.0;
+        }
+    }
+    used[i] += rest;
     return t > s ? t : s;
 }
 
@@ -436,36 +452,43 @@ static int xpb_survives(pm_machine *m, uint32_t d, size_t e, double shut)
     return 1;
 }
 
-/* Whether the media line completed at `shut` was first written out half done because of the
-   write streams DIMM d serves: every thread with a write to it started in the buffer's turnover
-   time before `shut`, weighted by the share of its writes in that time that went to d; each
-   stream beyond combine_writers with chance contention (PyEngine._contended). */
-static int contended(pm_machine *m, uint32_t d, double shut)
+/* Whether the streams DIMM d serves at t cost an access its buffer entry: every thread with
+   an access of the kind to d in the buffer's turnover time before t (a write that started
+   then; a read that arrived by t and ended then), weighted by the share of its accesses in
+   that time that went to d; each stream beyond combine_writers with chance contention (writes)
+   or read_contention (reads) (PyEngine._contended). */
+static int contended(pm_machine *m, uint32_t d, double t, int reads)
 {
     const pm_config *c = &m->cfg;
-    double lo = shut - c->contention_window_ns, streams = 0.0;
-    int writers = 0;
+    const double *starts = reads ? m->tr_a : m->tw_t;
+    const double *ends = reads ? m->tr_c : m->tw_t;
+    const uint32_t *dimms = reads ? m->tr_d : m->tw_d;
+    const uint64_t *counts = reads ? m->tr_n : m->tw_n;
+    double q = reads ? c->read_contention : c->contention;
+    double lo = t - c->contention_window_ns, streams = 0.0;
+    int threads = 0;
     for (int u = 0; u < c->cores; u++) {
-        const double *tt = &m->tw_t[(size_t)u * PM_WRITE_RING];
-        const uint32_t *td = &m->tw_d[(size_t)u * PM_WRITE_RING];
-        uint64_t k = m->tw_n[u];
+        const double *ta = &starts[(size_t)u * PM_WRITE_RING];
+        const double *tc = &ends[(size_t)u * PM_WRITE_RING];
+        const uint32_t *td = &dimms[(size_t)u * PM_WRITE_RING];
+        uint64_t k = counts[u];
         long here = 0, total = 0;
         for (uint64_t i = k > PM_WRITE_RING ? k - PM_WRITE_RING : 0; i < k; i++) {
-            double ti = tt[i % PM_WRITE_RING];
-            if (lo < ti && ti <= shut) {
+            size_t j = (size_t)(i % PM_WRITE_RING);
+            if (ta[j] <= t && lo < tc[j]) {
                 total++;
-                here += td[i % PM_WRITE_RING] == d;
+                here += td[j] == d;
             }
         }
         if (here) {
-            writers++;
+            threads++;
             streams += (double)here / (double)total;
         }
     }
     double extra = streams - (double)c->combine_writers;
-    if (writers <= (int)c->combine_writers || extra <= 0.0)
+    if (threads <= (int)c->combine_writers || extra <= 0.0)
         return 0;
-    return (double)dimm_rand(m, d) < (1.0 - pow(1.0 - c->contention, extra)) * 2147483648.0;
+    return (double)dimm_rand(m, d) < (1.0 - pow(1.0 - q, extra)) * 2147483648.0;
 }
 
 /* The DIMM takes one 64 B write from its WPQ at `accept`: returns when it starts (*done: when
@@ -508,7 +531,7 @@ static double dimm_write(pm_machine *m, int tid, uint32_t d, uint64_t line, doub
     if (mask == 15) {
         mask = 0;
         m->xpb_shut[e] = start;
-        if (!xpb_survives(m, d, e, start) || (m->cw_on && contended(m, d, start)))
+        if (!xpb_survives(m, d, e, start) || (m->cw_on && contended(m, d, start, 0)))
             half_evicted(m, tid, d, start);
         st->media_write_bytes += 256;
         m->xpb_busy[e] = book(m, 2 * d + 1, done, c->media_write_ns) + c->media_write_ns;
@@ -518,6 +541,17 @@ static double dimm_write(pm_machine *m, int tid, uint32_t d, uint64_t line, doub
     return start;
 }
 
+/* Remember a read of DIMM d (when it arrived, when it left the buffer or media) among the
+   thread's reads, for the read streams' contention (PyEngine._read_done). */
+static inline void read_done(pm_machine *m, int tid, uint32_t d, double arrive, double end)
+{
+    size_t j = (size_t)tid * PM_WRITE_RING + (size_t)(m->tr_n[tid] % PM_WRITE_RING);
+    m->tr_a[j] = arrive;
+    m->tr_c[j] = end;
+    m->tr_d[j] = d;
+    m->tr_n[tid] += 1;
+}
+
 /* Latency of a PM read arriving at its DIMM at t (beyond the LLC's). */
 static double dimm_read(pm_machine *m, int tid, uint64_t line, double t)
 {
@@ -525,8 +559,10 @@ static double dimm_read(pm_machine *m, int tid, uint64_t line, double t)
     pm_stats *st = &m->st[tid];
     uint32_t d = dimm_of(m, line);
     uint64_t xpl = line >> 2;
-    if (xpb_find(m, d, xpl) >= 0) {
+    int held = xpb_find(m, d, xpl) >= 0;
+    if (held && !(m->cr_on && contended(m, d, t, 1))) {
         st->xpb_hits += 1;
+        read_done(m, tid, d, t, t);
         return c->pm_read_ns;
     }
     st->xpb_misses += 1;
@@ -538,8 +574,11 @@ static double dimm_read(pm_machine *m, int tid, uint64_t line, double t)
     } else {
         ms = book(m, 2 * d + 1, t, c->media_read_occ_ns);
     }
-    double ready;
-    xpb_alloc(m, tid, d, xpl, ms, &ready);
+    if (!held) { /* a line read again is still the buffer's entry */
+        double ready;
+        xpb_alloc(m, tid, d, xpl, ms, &ready);
+    }
+    read_done(m, tid, d, t, ms + c->media_read_occ_ns);
     return (ms - t) + c->pm_read_ns + c->media_read_ns;
 }
 
@@ -1757,10 +1796,16 @@ static void timing_reset(pm_machine *m)
     for (size_t i = 0; i < (size_t)c->cores * PM_WRITE_RING; i++) {
         m->tw_t[i] = -1.0;
         m->tw_d[i] = 0;
+        m->tr_a[i] = -1.0;
+        m->tr_c[i] = -1.0;
+        m->tr_d[i] = 0;
     }
-    for (int t = 0; t < c->cores; t++)
+    for (int t = 0; t < c->cores; t++) {
         m->tw_n[t] = 0;
+        m->tr_n[t] = 0;
+    }
     m->cw_on = c->contention > 0.0 && (uint32_t)c->cores > c->combine_writers;
+    m->cr_on = c->read_contention > 0.0 && (uint32_t)c->cores > c->combine_writers;
     for (uint32_t d = 0; d < nd; d++) {
         m->alloc_n[d] = 0;
         m->xpb_fill[d] = 0;
@@ -1830,6 +1875,10 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->tw_t = calloc((size_t)cfg->cores * PM_WRITE_RING, sizeof(double));
     m->tw_d = calloc((size_t)cfg->cores * PM_WRITE_RING, sizeof(uint32_t));
     m->tw_n = calloc((size_t)cfg->cores, sizeof(uint64_t));
+    m->tr_a = calloc((size_t)cfg->cores * PM_WRITE_RING, sizeof(double));
+    m->tr_c = calloc((size_t)cfg->cores * PM_WRITE_RING, sizeof(double));
+    m->tr_d = calloc((size_t)cfg->cores * PM_WRITE_RING, sizeof(uint32_t));
+    m->tr_n = calloc((size_t)cfg->cores, sizeof(uint64_t));
     m->xpb_fill = calloc(nd, sizeof(uint32_t));
     m->rng = calloc(nd, sizeof(uint64_t));
     m->chan_free = calloc(nd, sizeof(double));
@@ -1862,7 +1911,7 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
              && m->pf_ready && m->xpb_line && m->xpb_mask && m->xpb_busy
              && m->xpb_open && m->xpb_shut && m->xpb_seq && m->xpb_from && m->xpb_tid
              && m->alloc_t && m->alloc_n && m->dimm_last
-             && m->tw_t && m->tw_d && m->tw_n
+             && m->tw_t && m->tw_d && m->tw_n && m->tr_a && m->tr_c && m->tr_d && m->tr_n
              && m->xpb_fill && m->rng && m->chan_free && m->cal_tag && m->cal_used;
     ok = ok && cache_init(&m->llc, cfg->llc_sets, cfg->llc_ways);
     for (int i = 0; ok && i < p; i++)
@@ -1930,6 +1979,10 @@ void pm_machine_free(pm_machine *m)
     free(m->tw_t);
     free(m->tw_d);
     free(m->tw_n);
+    free(m->tr_a);
+    free(m->tr_c);
+    free(m->tr_d);
+    free(m->tr_n);
     free(m->alloc_n);
     free(m->dimm_last);
     free(m->xpb_fill);

@@ -65,10 +65,10 @@ typedef struct pm_config {
     uint32_t dimms, il_shift, xpb_lines;
     double media_read_ns, media_read_occ_ns, media_write_ns;
     int read_priority;   /* 1: reads book a calendar of their own (see dimm_read) */
-    /* write streams' contention (DIMMConfig.combine_writers, contention,
-       contention_window_ns): contention 0 turns it off */
+    /* write and read streams' contention (DIMMConfig.combine_writers, contention,
+       read_contention, contention_window_ns): a chance of 0 turns it off */
     uint32_t combine_writers;
-    double contention, contention_window_ns;
+    double contention, read_contention, contention_window_ns;
     uint64_t seed;       /* MachineConfig.seed: the buffers' replacement generators */
     /* Hyper-Threading (CoreConfig.placement): each thread's physical core and the other
        thread on it (-1: none); ncaches physical cores; smt_speed for a thread beside one */

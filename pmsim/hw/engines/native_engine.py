@@ -125,6 +125,7 @@ def _config(ffi: Any, cfg: MachineConfig, mem: Memory, timed: bool = True) -> An
     c.media_write_ns = float(d.media_write_ns)
     c.read_priority = int(d.read_priority)
     c.combine_writers, c.contention = d.combine_writers, float(d.contention)
+    c.read_contention = float(d.read_contention)
     c.contention_window_ns = float(d.contention_window_ns)
     c.seed = cfg.seed
     return c

@@ -74,10 +74,11 @@ ALLOC_RING = 256
 """Allocations of each on-DIMM buffer remembered (their times), to find those that fell while
 a line was half written (PyEngine._xpb_survives; the C core's PM_ALLOC_RING)."""
 WRITE_RING = 256
-"""Writes remembered per thread (their starts and DIMMs), to weigh the threads writing to a
-DIMM (PyEngine._contended; the C core's PM_WRITE_RING): at one DIMM's full rate, about the
-buffer's turnover time on the Optane presets; a thread writing faster (over several DIMMs) has
-its share taken over its last WRITE_RING writes in that time."""
+"""Writes remembered per thread (their starts and DIMMs), and reads (their arrivals, ends and
+DIMMs), to weigh the threads writing to or reading from a DIMM (PyEngine._contended; the C
+core's PM_WRITE_RING): at one DIMM's full rate, about the buffer's turnover time on the Optane
+presets; a thread accessing faster (over several DIMMs) has its share taken over its last
+WRITE_RING accesses of that kind in that time."""
 
 
 def pf_slots(distance: int) -> int:
@@ -342,8 +343,13 @@ class PyEngine(WideOps):
         self.tw_t = [[-1.0] * WRITE_RING for _ in range(cfg.cores)]  # each thread's last writes
         self.tw_d = [[0] * WRITE_RING for _ in range(cfg.cores)]  # ... and their DIMMs
         self.tw_n = [0] * cfg.cores
-        # writer contention: only when more threads than combine_writers can write
+        self.tr_a = [[-1.0] * WRITE_RING for _ in range(cfg.cores)]  # each thread's last reads
+        self.tr_c = [[-1.0] * WRITE_RING for _ in range(cfg.cores)]  # ... when each ended
+        self.tr_d = [[0] * WRITE_RING for _ in range(cfg.cores)]  # ... and their DIMMs
+        self.tr_n = [0] * cfg.cores
+        # streams' contention: only when more threads than combine_writers can access a DIMM
         self.cw_on = dm.contention > 0 and cfg.cores > dm.combine_writers
+        self.cr_on = dm.read_contention > 0 and cfg.cores > dm.combine_writers
         self.rng = [dimm_seed(cfg.seed, d) for d in range(n)]
         self.chan_free = [0.0] * n  # when the DIMM has accepted every write given to it
         # calendars of the DIMMs' channel (64 B writes accepted) and media (256 B reads and
@@ -358,7 +364,9 @@ class PyEngine(WideOps):
         dimms + d: its media's reads when they go first) at or after ``t``; return when the
         work starts. The calendar takes requests in any time
         order (threads' clocks run apart by up to a quantum): a request takes the first bucket
-        from its own with room for it, and starts after the work booked there before it."""
+        from its own with room left, starts after the work booked there before it, and what
+        does not fit runs on into the next buckets (so the calendar's capacity is the media's
+        own: 39 ns reads in 232 ns buckets lose no time to packing)."""
         w = self.cal_w
         tags, used = self.cal_tag[cal], self.cal_used[cal]
         b = math.floor(t / w)
@@ -367,11 +375,20 @@ class PyEngine(WideOps):
             if tags[i] != b:
                 tags[i] = b
                 used[i] = 0.0
-            if used[i] + occ <= w:
+            if used[i] < w or occ <= 0.0:
                 break
             b += 1
         s = b * w + used[i]
-        used[i] += occ
+        rest = occ
+        while used[i] + rest > w:
+            rest -= w - used[i]
+            used[i] = w
+            b += 1
+            i = b % CAL_BUCKETS
+            if tags[i] != b:
+                tags[i] = b
+                used[i] = 0.0
+        used[i] += rest
         return t if t > s else s
 
     def _dimm_of(self, line: int) -> int:
@@ -435,33 +452,43 @@ class PyEngine(WideOps):
                 return False
         return True
 
-    def _contended(self, d: int, shut: float) -> bool:
-        """Whether the media line completed at ``shut`` was first written out half done
-        because of the write streams DIMM ``d`` serves: every thread with a write to it started
-        in the buffer's turnover time before ``shut``, weighted by the share of its writes in
-        that time that went to this DIMM (1 on one DIMM; about 1/6 for random writes over six).
-        Streams beyond ``combine_writers`` each cost the line an early half write with chance
-        ``contention``. Phenomenological: FAST'20's DIMM counters show the extra media writes
-        growing with the writers, not which rule causes them."""
+    def _contended(self, d: int, t: float, reads: bool) -> bool:
+        """Whether the streams DIMM ``d`` serves at ``t`` cost an access its buffer entry:
+        every thread with an access of the kind to it in the buffer's turnover time before
+        ``t`` (a write that started then; a read that arrived by ``t`` and ended then),
+        weighted by the share of its accesses in that time that went to this DIMM (1 on one
+        DIMM; about 1/6 for random accesses over six). Streams beyond ``combine_writers`` each
+        cost it with chance ``contention`` (writes: the media line completed at ``t`` was
+        first written out half done) or ``read_contention`` (reads: the line a read hits was
+        evicted by the other streams and is read from the media again). Phenomenological:
+        FAST'20's DIMM counters show the extra media accesses growing with the streams, not
+        which rule causes them."""
         dm = self.cfg.pm.dimm
-        lo = shut - dm.contention_window_ns
-        writers, streams = 0, 0.0
+        lo = t - dm.contention_window_ns
+        if reads:
+            starts, ends, dimms, counts = self.tr_a, self.tr_c, self.tr_d, self.tr_n
+            q = float(dm.read_contention)
+        else:
+            starts, dimms, counts = self.tw_t, self.tw_d, self.tw_n
+            ends = starts
+            q = float(dm.contention)
+        threads, streams = 0, 0.0
         for u in range(self.cfg.cores):
             here = total = 0
-            tt, td, m = self.tw_t[u], self.tw_d[u], self.tw_n[u]
+            ta, tc, td, m = starts[u], ends[u], dimms[u], counts[u]
             for i in range(max(0, m - WRITE_RING), m):
                 j = i % WRITE_RING
-                if lo < tt[j] <= shut:
+                if ta[j] <= t and lo < tc[j]:
                     total += 1
                     if td[j] == d:
                         here += 1
             if here:
-                writers += 1
+                threads += 1
                 streams += here / total
         extra = streams - dm.combine_writers
-        if writers <= dm.combine_writers or extra <= 0.0:
+        if threads <= dm.combine_writers or extra <= 0.0:
             return False
-        return self._rand(d) < (1.0 - (1.0 - float(dm.contention)) ** extra) * 2147483648.0
+        return self._rand(d) < (1.0 - (1.0 - q) ** extra) * 2147483648.0
 
     def _half_evicted(self, tid: int, d: int, t: float) -> float:
         """A media line written in two parts because it was evicted half written at ``t``: its
@@ -510,7 +537,7 @@ class PyEngine(WideOps):
             mask = 0
             self.xpb_shut[d][k] = start
             if not self._xpb_survives(d, k, start) or (self.cw_on
-                                                        and self._contended(d, start)):
+                                                        and self._contended(d, start, False)):
                 self._half_evicted(tid, d, start)
             st["media_write_bytes"] += XPLINE
             w = cfg.pm.dimm.media_write_ns
@@ -524,8 +551,10 @@ class PyEngine(WideOps):
         st = self.stats[tid]
         d = self._dimm_of(line)
         xpl = line >> 2
-        if self._xpb_find(d, xpl) >= 0:
+        held = self._xpb_find(d, xpl) >= 0
+        if held and not (self.cr_on and self._contended(d, t, True)):
             st["xpb_hits"] += 1
+            self._read_done(tid, d, t, t)
             return self.cfg.pm.read_ns
         st["xpb_misses"] += 1
         st["media_read_bytes"] += XPLINE
@@ -534,8 +563,19 @@ class PyEngine(WideOps):
             self._book(2 * d + 1, ms, dm.media_read_occ_ns)
         else:
             ms = self._book(2 * d + 1, t, dm.media_read_occ_ns)
-        self._xpb_alloc(tid, d, xpl, ms)
+        if not held:  # (a line read again is still the buffer's entry)
+            self._xpb_alloc(tid, d, xpl, ms)
+        self._read_done(tid, d, t, ms + dm.media_read_occ_ns)
         return (ms - t) + self.cfg.pm.read_ns + dm.media_read_ns
+
+    def _read_done(self, tid: int, d: int, arrive: float, end: float) -> None:
+        """Remember a read of DIMM ``d`` (when it arrived, when it left the DIMM's buffer or
+        media) among the thread's reads, for the read streams' contention."""
+        i = self.tr_n[tid] % WRITE_RING
+        self.tr_a[tid][i] = arrive
+        self.tr_c[tid][i] = end
+        self.tr_d[tid][i] = d
+        self.tr_n[tid] += 1
 
     def _memory_read(self, tid: int, line: int, t: float) -> float:
         """Latency of a line read from memory at ``t`` (beyond the LLC's), with its bytes."""

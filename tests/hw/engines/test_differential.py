@@ -81,7 +81,8 @@ def tiny(cores: int = 3, domain: str = "pdom1", barrier: str = "modelled",
                                     media_read_occ_ns=17.9, media_write_ns=93.1,
                                     read_priority=read_priority,
                                     combine_writers=1 if contend else 5,
-                                    contention=0.37 if contend else 0.2)),
+                                    contention=0.37 if contend else 0.2,
+                                    read_contention=0.29 if contend else 0.009)),
         costs=CostConfig(store_ns=0.3, flush_ns=1.7, fence_ns=2.9, rmw_ns=11.1, pcommit_ns=3.3,
                          lock_ns=20.0, snoop_ns=6.1),
         regions=(Region("dram", DRAM_BASE, DRAM_LINES * 64, "dram"),
@@ -425,6 +426,43 @@ def test_write_streams_contention(cores: int) -> None:
         cb.run_batch(b)
         assert_same(snapshot(cb), snapshot(py))
     assert rmw[0.37] > rmw[0.0]
+
+
+def media_line_readers(rng: np.random.Generator, cores: int, rounds: int) -> list[tuple]:
+    """Every thread reads the four cache lines of a random 256 B media line, the threads
+    interleaved line by line: a line's later reads hit the buffer while the other threads'
+    reads are in flight, so the read streams' contention has readers to count."""
+    out = []
+    for _ in range(rounds):
+        firsts = {tid: PM_BASE + 256 * int(rng.integers(0, PM_LINES // 4))
+                  for tid in range(cores)}
+        for i in range(4):
+            for tid in rng.permutation(cores).tolist():
+                out.append((ref.OP_LOAD, tid, firsts[tid] + 64 * i, 0, 0))
+    return out
+
+
+@pytest.mark.parametrize("cores", [8, 64])
+@pytest.mark.parametrize("read_priority", [False, True])
+def test_read_streams_contention(cores: int, read_priority: bool) -> None:
+    """The read streams' contention (DIMMConfig.read_contention) with up to 64 readers on two
+    DIMMs: both engines agree, the rule fires (more media reads), and with a chance of 0 every
+    read of a line the buffer holds hits."""
+    base = tiny(cores, "pdom1", "modelled", False, ooo=True, dimms=2, seed=5,
+                read_priority=read_priority)
+    seq = media_line_readers(np.random.default_rng(cores), cores, 30)
+    media = {}
+    for q in (0.0, 0.29):
+        cfg = base.replace(**{"pm.dimm.combine_writers": 2, "pm.dimm.read_contention": q,
+                              "pm.dimm.buffer_lines": 64, "cache.llc.size_kib": 1})
+        py, c = PyEngine(cfg), c_engine(cfg)
+        assert [call(c, o) for o in seq] == [call(py, o) for o in seq]
+        assert_same(snapshot(c), snapshot(py))
+        media[q] = int(py.get_stats()["media_read_bytes"].sum())
+        cb = c_engine(cfg)
+        cb.run_batch(to_batch(seq))
+        assert_same(snapshot(cb), snapshot(py))
+    assert media[0.29] > media[0.0]
 
 
 @pytest.mark.parametrize("merge", [False, True])
