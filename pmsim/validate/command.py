@@ -31,7 +31,7 @@ def _add(p: argparse.ArgumentParser) -> None:
     p.add_argument("--calibrate", action="store_true",
                    help="instead of validating, refit the DIMM model's stream contention "
                         "constants (two for writes, on the one-DIMM EWR counters; one for "
-                        "reads, on the ERR counters) and print the grids (a few minutes; "
+                        "reads, on the ERR counters) and print the grids (about half a minute; "
                         "--quick: shorter runs)")
 
 

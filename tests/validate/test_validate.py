@@ -71,7 +71,7 @@ def test_effective_read_ratio_falls_beyond_the_streams_the_buffer_serves() -> No
     off = bench.read_ratio("optane-1dimm", 8, 256, 16 * 1024, SEED, sequential=True,
                            changes={"pm.dimm.read_contention": 0.0})
     six = bench.read_ratio("optane-adr", 24, 256, 8 * 1024, SEED)
-    assert one == 1.0 and off == 1.0 and six > 0.99
+    assert one == 1.0 and off == 1.0 and six > 0.995
     assert eight == pytest.approx(0.9196, rel=0.05)
 
 
@@ -83,7 +83,8 @@ def test_same_seed_same_numbers() -> None:
 
 def test_write_bandwidth_falls_with_writers() -> None:
     """FAST'20 Fig. 4: one DIMM's write bandwidth at 24 threads is well below its peak, with
-    ntstore and with clwb (a prediction: the contention constants are fitted to EWR only)."""
+    ntstore and with clwb (a prediction: the contention constants are fitted to the counters'
+    ratios only)."""
     for kind, few in (("Write(ntstore)", 2), ("Write(clwb)", 4)):
         peak = bench.bandwidth("optane-1dimm", kind, few, 256, 8 * 1024, SEED)
         many = bench.bandwidth("optane-1dimm", kind, 24, 256, 4 * 1024, SEED)

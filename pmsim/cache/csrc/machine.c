@@ -327,6 +327,12 @@ static uint64_t round_half_even(double x)
 /* Book occ ns of calendar cal (2d: DIMM d's channel, 2d+1: its media, 2 dimms + d: its
    media's reads when they go first) at or after t; return when the work starts. What does
    not fit in the first bucket with room runs on into the next ones (PyEngine._book). */
+static inline size_t cal_index(int64_t b)
+{
+    int64_t i = b % PM_CAL_BUCKETS; /* C's % keeps the sign: a time before 0 is a bucket too */
+    return (size_t)(i < 0 ? i + PM_CAL_BUCKETS : i);
+}
+
 static double book(pm_machine *m, uint32_t cal, double t, double occ)
 {
     double w = m->cal_w;
@@ -335,7 +341,7 @@ static double book(pm_machine *m, uint32_t cal, double t, double occ)
     int64_t b = (int64_t)floor(t / w);
     size_t i;
     for (;;) {
-        i = (size_t)(b % PM_CAL_BUCKETS);
+        i = cal_index(b);
         if (tags[i] != b) {
             tags[i] = b;
             used[i] = 0.0;
@@ -350,7 +356,7 @@ static double book(pm_machine *m, uint32_t cal, double t, double occ)
         rest -= w - used[i];
         used[i] = w;
         b++;
-        i = (size_t)(b % PM_CAL_BUCKETS);
+        i = cal_index(b);
         if (tags[i] != b) {
             tags[i] = b;
             used[i] = 0.0;
@@ -2246,6 +2252,8 @@ int pm_set_clock(pm_machine *m, int tid, double t)
 {
     if (bad_tid(m, tid))
         return PM_ERR_TID;
+    if (!(t >= 0.0 && t < INFINITY))
+        return PM_ERR_VALUE;
     m->st[tid].time_ns = t;
     m->lag[tid] = 0.0;
     return 0;

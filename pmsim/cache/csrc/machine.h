@@ -177,6 +177,7 @@ int pm_htm_exempt(pm_machine *m, uint64_t addr);
 
 /* Clock of thread tid (NaN if tid is out of range). */
 double pm_get_clock(const pm_machine *m, int tid);
+/* t a finite time in ns, at least 0, else PM_ERR_VALUE and no change. */
 int pm_set_clock(pm_machine *m, int tid, double t);
 
 /* Run ops[0..n) writing loaded/old values (0 otherwise) to out; returns -1, or the index of

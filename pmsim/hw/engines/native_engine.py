@@ -50,6 +50,7 @@ from .reference import (
     as_int,
     as_ns,
     as_word,
+    check_clock,
     check_counter,
     devwrite_aux,
 )
@@ -411,8 +412,12 @@ class CEngine(WideOps):
                 code = f_set(m, tid, t)
             except (OverflowError, TypeError):
                 diagnose(tid, None)
+                check_clock(t)
                 raise
             if code:
+                if code == bad_value:
+                    diagnose(tid, None)
+                    check_clock(t)
                 fail(code, tid, None)
 
         f_xbegin, f_xend, f_xabort = lib.pm_xbegin, lib.pm_xend, lib.pm_xabort

@@ -151,6 +151,14 @@ def as_ns(ns: Any) -> float:
     return f
 
 
+def check_clock(t: Any) -> float:
+    """``t`` if it is a clock (a finite number of ns, at least 0), else the ConfigError both
+    engines raise."""
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0.0 <= t < math.inf:
+        raise ConfigError(f"a thread's clock must be a finite time in ns, at least 0, got {t!r}")
+    return float(t)
+
+
 def check_tid(cfg: MachineConfig, tid: Any) -> int:
     """``tid`` if it names a thread of the machine, else the ConfigError both engines raise."""
     n = cfg.cores
@@ -1283,7 +1291,8 @@ class PyEngine(WideOps):
         return self.clock[tid]
 
     def set_clock(self, tid: int, t: float) -> None:
-        self.clock[tid] = t
+        check_tid(self.cfg, tid)
+        self.clock[tid] = check_clock(t)
         self.lag[tid] = 0.0
 
     def get_stats(self) -> np.ndarray:
@@ -1618,7 +1627,7 @@ class FunctionalEngine(WideOps):
 
     def set_clock(self, tid: int, t: float) -> None:
         self._check_tid(tid)
-        self.clock[tid] = t
+        self.clock[tid] = check_clock(t)
 
     def get_stats(self) -> np.ndarray:
         out = np.zeros(self.cfg.cores, dtype=STATS_DTYPE)

@@ -58,8 +58,8 @@ TIMING = {"plain": {}, "ooo": {"ooo": True}, "stream": {"stream": True},
           "dimms-contended": {"dimms": 2, "contend": True},
           "all": {"ooo": True, "stream": True, "adjacent": True, "dimms": 2, "contend": True}}
 """Timing mechanisms a scenario switches on: the out-of-order core, the prefetchers, the DIMM
-model (one DIMM, or two interleaved per KiB, with reads first or one queue, with the write
-streams' contention reachable by three threads), all of them."""
+model (one DIMM, or two interleaved per KiB, with reads first or one queue, with the write and
+read streams' contention reachable by two threads), all of them."""
 
 
 def tiny(cores: int = 3, domain: str = "pdom1", barrier: str = "modelled",
@@ -132,6 +132,9 @@ KINDS = ([ref.OP_LOAD] * 6 + [ref.OP_STORE] * 6 + [ref.OP_NTSTORE, ref.OP_CAS, r
 def ops(draw: Any, cores: int, errors: bool = False, pseudo: bool = False) -> tuple:
     """One operation ``(code, tid, addr, value, arg)``; arg is CAS's new value or work's ns."""
     tid = draw(st.integers(0, cores - 1))
+    if draw(st.integers(0, 12)) == 0:  # a 256 B media line read whole: misses, then hits
+        first = PM_BASE + 256 * draw(st.one_of(st.integers(0, 3), st.integers(0, PM_LINES // 4 - 1)))
+        return (LOAD_MANY, tid, tuple(first + 64 * i for i in range(4)), 0, 0)
     if draw(st.integers(0, 12)) == 0:
         group = draw(st.lists(addresses(), min_size=0, max_size=6))
         if errors and group and draw(st.integers(0, 4)) == 0:
@@ -446,8 +449,9 @@ def media_line_readers(rng: np.random.Generator, cores: int, rounds: int) -> lis
 @pytest.mark.parametrize("read_priority", [False, True])
 def test_read_streams_contention(cores: int, read_priority: bool) -> None:
     """The read streams' contention (DIMMConfig.read_contention) with up to 64 readers on two
-    DIMMs: both engines agree, the rule fires (more media reads), and with a chance of 0 every
-    read of a line the buffer holds hits."""
+    DIMMs: both engines agree, the rule fires (more media reads), and with a chance of 0 a run
+    is the run of a machine where it cannot fire (more streams needed than there are
+    threads)."""
     base = tiny(cores, "pdom1", "modelled", False, ooo=True, dimms=2, seed=5,
                 read_priority=read_priority)
     seq = media_line_readers(np.random.default_rng(cores), cores, 30)
@@ -463,6 +467,41 @@ def test_read_streams_contention(cores: int, read_priority: bool) -> None:
         cb.run_batch(to_batch(seq))
         assert_same(snapshot(cb), snapshot(py))
     assert media[0.29] > media[0.0]
+    never = base.replace(**{"pm.dimm.combine_writers": 64, "pm.dimm.read_contention": 0.29,
+                            "pm.dimm.buffer_lines": 64, "cache.llc.size_kib": 1})
+    off = base.replace(**{"pm.dimm.combine_writers": 2, "pm.dimm.read_contention": 0.0,
+                          "pm.dimm.buffer_lines": 64, "cache.llc.size_kib": 1})
+    a, b = PyEngine(never), PyEngine(off)
+    assert [call(a, o) for o in seq] == [call(b, o) for o in seq]
+    assert_same(snapshot(a), snapshot(b))
+
+
+@settings(max_examples=max(EXAMPLES // 3, 10))
+@given(st.data())
+def test_streams_contention_drawn(data: st.DataObject) -> None:
+    """Many threads reading and writing whole media lines, in drawn blocks, on a drawn DIMM
+    model (one or two DIMMs, reads first or one queue, streams combined 0-3, the write and
+    read chances 0, 0.37 or 1): both engines agree call by call and in a batch."""
+    cores = data.draw(st.integers(2, 8))
+    cfg = tiny(cores, data.draw(st.sampled_from(DOMAINS)), "modelled", False,
+               ooo=data.draw(st.booleans()), dimms=data.draw(st.integers(1, 2)),
+               read_priority=data.draw(st.booleans()), seed=data.draw(st.integers(0, 2**32)))
+    cfg = cfg.replace(**{"pm.dimm.combine_writers": data.draw(st.integers(0, 3)),
+                         "pm.dimm.contention": data.draw(st.sampled_from([0.0, 0.37, 1.0])),
+                         "pm.dimm.read_contention": data.draw(st.sampled_from([0.0, 0.37, 1.0])),
+                         "pm.dimm.buffer_lines": data.draw(st.sampled_from([4, 16, 64])),
+                         "cache.llc.size_kib": 1})
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32)))
+    seq: list[tuple] = []
+    for reads in data.draw(st.lists(st.booleans(), min_size=1, max_size=4)):
+        rounds = data.draw(st.integers(1, 6))
+        seq += (media_line_readers if reads else media_line_writers)(rng, cores, rounds)
+    py, c = PyEngine(cfg), c_engine(cfg)
+    assert [call(c, o) for o in seq] == [call(py, o) for o in seq]
+    assert_same(snapshot(c), snapshot(py))
+    cb = c_engine(cfg)
+    cb.run_batch(to_batch(seq))
+    assert_same(snapshot(cb), snapshot(py))
 
 
 @pytest.mark.parametrize("merge", [False, True])
@@ -525,6 +564,21 @@ def test_bad_addresses_raise_the_reference_error_and_change_nothing() -> None:
             getattr(c, name)(*args)
         assert str(got.value) == str(want.value), name
         assert_same(snapshot(c), before)
+
+
+@pytest.mark.parametrize("t", [-5e6, -1e-9, float("inf"), float("nan")])
+def test_a_clock_before_0_or_not_finite_is_refused(t: float) -> None:
+    """A clock is a time at or after 0: both engines raise the same error and change nothing
+    (a negative clock reached the DIMM calendars' buckets with a negative index in C)."""
+    cfg = tiny(dimms=2)
+    py, c = PyEngine(cfg), c_engine(cfg)
+    before = snapshot(c)
+    with pytest.raises(ConfigError) as want:
+        py.set_clock(0, t)
+    with pytest.raises(ConfigError) as got:
+        c.set_clock(0, t)
+    assert str(got.value) == str(want.value) and "at least 0" in str(got.value)
+    assert_same(snapshot(c), before)
 
 
 @pytest.mark.parametrize("tid", [3, 64, 1000, -1])
