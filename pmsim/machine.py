@@ -122,6 +122,16 @@ class Cpu:
         self.rdtsc: Callable[[], int] = partial(e.rdtsc, tid)
         self._get_clock: Callable[[], float] = e.clock_reader(tid)
         self._set_clock = partial(e.set_clock, tid)
+        core = machine.config.core
+        shared = core.placement(machine.config.cores)[1][tid] >= 0
+        self._spin_work = core.smt_speed if shared else 1.0
+
+    def spin(self, ns: float) -> None:
+        """A busy wait timed by the TSC (spinning until ``rdtsc`` passes a deadline, as the
+        papers' PM emulations replace a flush with a spin): ``ns`` of time whether or not a
+        sibling thread shares the core, where :meth:`work` is computation and takes
+        1 / ``core.smt_speed`` times as long beside a sibling."""
+        self.work(ns * self._spin_work)
 
     def _track_reads(self, log: ReadLog | None) -> None:
         """Route this thread's memory instructions through ``log``, or back straight to the

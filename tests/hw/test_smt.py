@@ -88,3 +88,20 @@ def test_siblings_halve_the_htm_write_capacity_and_share_the_ways(backend: str) 
     assert written_before_abort(2, 0, 16) == 8  # half of 16; then the set's 8 ways
     assert written_before_abort(2, 6, 16) == 2  # the sibling's 6 lines take 6 of the ways
     assert written_before_abort(0, 6, 16) == 8  # on another core they take none
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_spin_takes_its_time_beside_a_sibling_where_work_slows(backend: str) -> None:
+    """``Cpu.spin`` is a busy wait timed by the TSC (the papers' emulated flush latency): the
+    same ns with or without a sibling thread on the core, where ``work`` is computation and
+    takes 1 / smt_speed as long beside one."""
+    c = smt(3, 2, **{"core.smt_speed": 0.6})  # threads 0 and 2 share core 0; 1 is alone
+    m = Machine(c, backend=backend)
+    for tid in range(3):
+        cpu = m.cpu(tid)
+        t0 = cpu.clock
+        cpu.spin(500.0)
+        assert cpu.clock - t0 == pytest.approx(500.0, abs=1e-9)
+        t0 = cpu.clock
+        cpu.work(500.0)
+        assert cpu.clock - t0 == pytest.approx(500.0 if tid == 1 else 500.0 / 0.6, abs=1e-9)

@@ -750,7 +750,7 @@ class NvHtmRuntime(FreeListAlloc, DramShadow, OptimisticRuntime):
             return
         for line in lines:
             self.flush(cpu, name, (line,))
-            cpu.work(self.flush_ns)
+            cpu.spin(self.flush_ns)
 
     def _flush_paced(self, cpu: Any, name: str, lines: Sequence[int]
                      ) -> Generator[Any, Any, None]:

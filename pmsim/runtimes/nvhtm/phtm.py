@@ -287,7 +287,7 @@ class PhtmRuntime(AppData, FreeListAlloc, OptimisticRuntime):
 
     def _spin(self, cpu: Any, lines: int) -> None:
         if self.flush_ns > 0 and lines:
-            cpu.work(self.flush_ns * lines)
+            cpu.spin(self.flush_ns * lines)
 
     # -- statistics --------------------------------------------------------------------------------
     def htm_stats(self) -> HtmRunStats:

@@ -186,7 +186,7 @@ class PstmRuntime(AppData, StmLoggedBitmap):
 
     def _spin(self, cpu: Any, lines: int) -> None:
         if self.flush_ns > 0 and lines:
-            cpu.work(self.flush_ns * lines)
+            cpu.spin(self.flush_ns * lines)
 
     # -- statistics --------------------------------------------------------------------------------
     def counters(self) -> dict[str, float]:
