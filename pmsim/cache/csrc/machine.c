@@ -568,7 +568,8 @@ static double dimm_read(pm_machine *m, int tid, uint64_t line, double t)
     int held = xpb_find(m, d, xpl) >= 0;
     if (held && !(m->cr_on && contended(m, d, t, 1))) {
         st->xpb_hits += 1;
-        read_done(m, tid, d, t, t);
+        if (m->cr_on)
+            read_done(m, tid, d, t, t);
         return c->pm_read_ns;
     }
     st->xpb_misses += 1;
@@ -584,7 +585,8 @@ static double dimm_read(pm_machine *m, int tid, uint64_t line, double t)
         double ready;
         xpb_alloc(m, tid, d, xpl, ms, &ready);
     }
-    read_done(m, tid, d, t, ms + c->media_read_occ_ns);
+    if (m->cr_on)
+        read_done(m, tid, d, t, ms + c->media_read_occ_ns);
     return (ms - t) + c->pm_read_ns + c->media_read_ns;
 }
 

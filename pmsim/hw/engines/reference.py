@@ -562,7 +562,8 @@ class PyEngine(WideOps):
         held = self._xpb_find(d, xpl) >= 0
         if held and not (self.cr_on and self._contended(d, t, True)):
             st["xpb_hits"] += 1
-            self._read_done(tid, d, t, t)
+            if self.cr_on:
+                self._read_done(tid, d, t, t)
             return self.cfg.pm.read_ns
         st["xpb_misses"] += 1
         st["media_read_bytes"] += XPLINE
@@ -573,12 +574,14 @@ class PyEngine(WideOps):
             ms = self._book(2 * d + 1, t, dm.media_read_occ_ns)
         if not held:  # (a line read again is still the buffer's entry)
             self._xpb_alloc(tid, d, xpl, ms)
-        self._read_done(tid, d, t, ms + dm.media_read_occ_ns)
+        if self.cr_on:
+            self._read_done(tid, d, t, ms + dm.media_read_occ_ns)
         return (ms - t) + self.cfg.pm.read_ns + dm.media_read_ns
 
     def _read_done(self, tid: int, d: int, arrive: float, end: float) -> None:
         """Remember a read of DIMM ``d`` (when it arrived, when it left the DIMM's buffer or
-        media) among the thread's reads, for the read streams' contention."""
+        media) among the thread's reads, for the read streams' contention (only read while it
+        is on, so only kept then)."""
         i = self.tr_n[tid] % WRITE_RING
         self.tr_a[tid][i] = arrive
         self.tr_c[tid][i] = end
