@@ -122,9 +122,8 @@ class Cpu:
         self.rdtsc: Callable[[], int] = partial(e.rdtsc, tid)
         self._get_clock: Callable[[], float] = e.clock_reader(tid)
         self._set_clock = partial(e.set_clock, tid)
-        core = machine.config.core
-        shared = core.placement(machine.config.cores)[1][tid] >= 0
-        self._spin_work = core.smt_speed if shared else 1.0
+        shared = machine.siblings[tid] >= 0
+        self._spin_work = machine.config.core.smt_speed if shared else 1.0
 
     def spin(self, ns: float) -> None:
         """A busy wait timed by the TSC (spinning until ``rdtsc`` passes a deadline, as the
@@ -332,6 +331,8 @@ class Machine:
         self.backend: str = self.engine.backend
         self.timed = timed
         self.env = simpy.Environment()
+        self.siblings = self.config.core.placement(self.config.cores)[1]
+        """Each thread's Hyper-Threading sibling (-1: it has its core to itself)."""
         self.cpus = [Cpu(self, t) for t in range(self.config.cores)]
         self.pm: Region = self.config.pm_region
         self.dram: Region | None = self.config.dram_region
