@@ -16,7 +16,8 @@
 
 enum { LINE_SHIFT = 6, LINE_BYTES = 64 };
 /* buckets of each DIMM calendar (reference.CAL_BUCKETS) */
-enum { PM_CAL_BUCKETS = 4096, PM_ALLOC_RING = 256, PM_WRITE_RING = 256 };
+enum { PM_CAL_BUCKETS = 4096, PM_ALLOC_RING = 256, PM_WRITE_RING = 256, PM_WPQ_LOOKBACK = 1024,
+       PM_BANK_RING = 128 };
 /* event kinds (pmsim.trace.Ev) */
 enum { EV_STORE = 1, EV_NTSTORE = 2, EV_RMW = 3, EV_CLFLUSH = 4, EV_CLFLUSHOPT = 5,
        EV_CLWB = 6, EV_SFENCE = 7, EV_MFENCE = 8, EV_PCOMMIT = 9, EV_WB = 10, EV_MARK = 11 };
@@ -87,11 +88,19 @@ struct pm_machine {
     double *pcommit_wait; /* drain time a fence must wait for (PDOM-0) */
     uint8_t *in_fixed_pb;
     uint64_t *wc; /* line + 1 of the thread's open write-combining buffer, 0: none */
-    double *ring; /* completion time of the last wpq_entries inserts (per DIMM) */
-    double *ring_start;  /* when each one's media write begins */
-    uint64_t *ring_line; /* line + 1 each one writes, 0: none */
-    uint32_t *ring_idx;  /* per DIMM (one WPQ without the DIMM model) */
-    double *bank_free;
+    /* per DIMM (one WPQ without the DIMM model): its last writes in order of arrival, in a
+       circular buffer of wpq_entries + PM_WPQ_LOOKBACK + 1 (room to insert before dropping) */
+    double *ring_arr;    /* arrival */
+    double *ring;        /* completion */
+    double *ring_start;  /* when its media write begins */
+    uint64_t *ring_line; /* the line it writes */
+    uint32_t *ring_head, *ring_len;
+    double *ring_gone;   /* completion of the last one forgotten */
+    /* per bank (no DIMM model): its last busy intervals in time order, PM_BANK_RING + 1 */
+    double *bank_s, *bank_e;
+    uint32_t *bank_head, *bank_len;
+    double *bank_gone;   /* latest end of those forgotten */
+    double *bank_free;   /* latest end of all (what a pcommit drains) */
     /* out-of-order core: per thread */
     double *sb_ring;     /* cores x sb_entries: when each buffered store reaches L1 */
     uint32_t *sb_idx;
@@ -605,7 +614,57 @@ static inline double memory_read(pm_machine *m, int tid, uint64_t line, double t
     return m->cfg.dram_ns;
 }
 
-/* Insert a line write into the WPQ; return the time it was accepted (and *done). With
+/* Book pm_write_ns of bank `bank` in its first idle gap at or after t; return when the write
+   starts. Writes simulated late fill the gaps the others left (reference.PyEngine._bank_fit). */
+static double bank_fit(pm_machine *m, uint32_t bank, double t)
+{
+    double w = m->cfg.pm_write_ns;
+    const uint32_t S = PM_BANK_RING + 1;
+    size_t base = (size_t)bank * S;
+    uint32_t head = m->bank_head[bank], len = m->bank_len[bank];
+    double *bs = m->bank_s, *be = m->bank_e;
+#define BQ(r) (base + (head + (r)) % S)
+    double gone = m->bank_gone[bank];
+    double s = t >= gone ? t : gone;
+    uint32_t lo = 0, hi = len;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (be[BQ(mid)] > s)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    uint32_t i = lo;
+    while (i < len && s + w > bs[BQ(i)]) {
+        if (be[BQ(i)] > s)
+            s = be[BQ(i)];
+        i++;
+    }
+    double e = s + w;
+    for (uint32_t r = len; r > i; r--) {
+        bs[BQ(r)] = bs[BQ(r - 1)];
+        be[BQ(r)] = be[BQ(r - 1)];
+    }
+    bs[BQ(i)] = s;
+    be[BQ(i)] = e;
+    len++;
+    if (len > PM_BANK_RING) {
+        if (be[BQ(0)] > gone)
+            m->bank_gone[bank] = be[BQ(0)];
+        head = (head + 1) % S;
+        len--;
+    }
+#undef BQ
+    m->bank_head[bank] = head;
+    m->bank_len[bank] = len;
+    if (e > m->bank_free[bank])
+        m->bank_free[bank] = e;
+    return s;
+}
+
+/* Insert a line write into the WPQ; return the time it was accepted (and *done). The WPQ's
+   wpq_entries slots are taken in order of arrival: a write waits for the one that arrived
+   wpq_entries writes before it to be done, whatever order the threads were simulated in. With
    merge_writes, a write to a line whose queued write has not begun its media write merges into
    it (as gem5's memory controller merges a burst already in its write queue): no entry, no
    media write, accepted on arrival, done with that write. With the DIMM model the WPQ is per
@@ -615,34 +674,58 @@ static double wpq_insert(pm_machine *m, int tid, double arrive, uint64_t line, d
     const pm_config *c = &m->cfg;
     pm_stats *st = &m->st[tid];
     uint32_t d = c->dimms ? dimm_of(m, line) : 0;
-    size_t base = (size_t)d * c->wpq_entries;
-    for (uint32_t i = 0; c->merge_writes && i < c->wpq_entries; i++) {
-        if (m->ring_line[base + i] == line + 1 && m->ring_start[base + i] > arrive) {
+    const uint32_t n = c->wpq_entries, cap = n + PM_WPQ_LOOKBACK, S = cap + 1;
+    size_t base = (size_t)d * S;
+    uint32_t head = m->ring_head[d], len = m->ring_len[d];
+#define RQ(r) (base + (head + (r)) % S)
+    uint32_t lo = 0, hi = len;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (m->ring_arr[RQ(mid)] > arrive)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    uint32_t p = lo;
+    for (uint32_t r = p > n ? p - n : 0; c->merge_writes && r < p; r++) {
+        if (m->ring_line[RQ(r)] == line && m->ring_start[RQ(r)] > arrive) {
             st->wpq_merged += 1;
             if (done_out)
-                *done_out = m->ring[base + i];
+                *done_out = m->ring[RQ(r)];
             return arrive;
         }
     }
-    size_t slot = base + m->ring_idx[d];
-    double oldest = m->ring[slot];
+    double oldest = p >= n ? m->ring[RQ(p - n)] : m->ring_gone[d];
     double accept = arrive >= oldest ? arrive : oldest;
     double start, done;
     if (c->dimms) {
         start = dimm_write(m, tid, d, line, accept, arrive, &done);
     } else {
-        uint64_t bank = line % c->banks;
-        start = accept >= m->bank_free[bank] ? accept : m->bank_free[bank];
+        start = bank_fit(m, (uint32_t)(line % c->banks), accept);
         done = start + c->pm_write_ns;
-        m->bank_free[bank] = done;
     }
-    m->ring[slot] = done;
-    m->ring_start[slot] = start;
-    m->ring_line[slot] = line + 1;
-    m->ring_idx[d] = (m->ring_idx[d] + 1) % c->wpq_entries;
+    for (uint32_t r = len; r > p; r--) {
+        m->ring_arr[RQ(r)] = m->ring_arr[RQ(r - 1)];
+        m->ring[RQ(r)] = m->ring[RQ(r - 1)];
+        m->ring_start[RQ(r)] = m->ring_start[RQ(r - 1)];
+        m->ring_line[RQ(r)] = m->ring_line[RQ(r - 1)];
+    }
+    m->ring_arr[RQ(p)] = arrive;
+    m->ring[RQ(p)] = done;
+    m->ring_start[RQ(p)] = start;
+    m->ring_line[RQ(p)] = line;
+    len++;
     uint64_t occ = 0;
-    for (uint32_t i = 0; i < c->wpq_entries; i++)
-        occ += m->ring[base + i] > accept;
+    for (uint32_t r = p + 1 > n ? p + 1 - n : 0; r <= p; r++)
+        occ += m->ring[RQ(r)] > accept;
+    if (len > cap) {
+        m->ring_gone[d] = m->ring[RQ(0)];
+        head = (head + 1) % S;
+        len--;
+    }
+#undef RQ
+    m->ring_head[d] = head;
+    m->ring_len[d] = len;
     st->wpq_inserts += 1;
     st->wpq_occ_sum += occ;
     if (occ > st->wpq_occ_max)
@@ -1767,11 +1850,14 @@ static uint64_t dimm_seed(uint64_t seed, uint32_t d)
 static void timing_reset(pm_machine *m)
 {
     const pm_config *c = &m->cfg;
-    size_t n = (size_t)c->cores, nd = m->ndimm, nring = (size_t)c->wpq_entries * nd;
-    memset(m->ring, 0, nring * sizeof(double));
-    memset(m->ring_start, 0, nring * sizeof(double));
-    memset(m->ring_line, 0, nring * sizeof(uint64_t));
-    memset(m->ring_idx, 0, nd * sizeof(uint32_t));
+    size_t n = (size_t)c->cores, nd = m->ndimm;
+    memset(m->ring_head, 0, nd * sizeof(uint32_t));
+    memset(m->ring_len, 0, nd * sizeof(uint32_t));
+    memset(m->ring_gone, 0, nd * sizeof(double));
+    memset(m->bank_head, 0, c->banks * sizeof(uint32_t));
+    memset(m->bank_len, 0, c->banks * sizeof(uint32_t));
+    memset(m->bank_gone, 0, c->banks * sizeof(double));
+    memset(m->bank_free, 0, c->banks * sizeof(double));
     memset(m->sb_ring, 0, n * c->sb_entries * sizeof(double));
     memset(m->sb_idx, 0, n * sizeof(uint32_t));
     memset(m->sb_last, 0, n * sizeof(double));
@@ -1851,11 +1937,20 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->in_fixed_pb = calloc((size_t)n, 1);
     m->wc = calloc((size_t)n, sizeof(uint64_t));
     m->ndimm = cfg->dimms ? cfg->dimms : 1;
-    size_t nd = m->ndimm, nring = (size_t)cfg->wpq_entries * nd;
+    size_t nd = m->ndimm, nring = ((size_t)cfg->wpq_entries + PM_WPQ_LOOKBACK + 1) * nd;
+    size_t nbank = (size_t)cfg->banks * (PM_BANK_RING + 1);
+    m->ring_arr = calloc(nring, sizeof(double));
     m->ring = calloc(nring, sizeof(double));
     m->ring_start = calloc(nring, sizeof(double));
     m->ring_line = calloc(nring, sizeof(uint64_t));
-    m->ring_idx = calloc(nd, sizeof(uint32_t));
+    m->ring_head = calloc(nd, sizeof(uint32_t));
+    m->ring_len = calloc(nd, sizeof(uint32_t));
+    m->ring_gone = calloc(nd, sizeof(double));
+    m->bank_s = calloc(nbank, sizeof(double));
+    m->bank_e = calloc(nbank, sizeof(double));
+    m->bank_head = calloc(cfg->banks, sizeof(uint32_t));
+    m->bank_len = calloc(cfg->banks, sizeof(uint32_t));
+    m->bank_gone = calloc(cfg->banks, sizeof(double));
     m->bank_free = calloc(cfg->banks, sizeof(double));
     m->sb_ring = calloc((size_t)n * cfg->sb_entries, sizeof(double));
     m->sb_idx = calloc((size_t)n, sizeof(uint32_t));
@@ -1912,7 +2007,9 @@ pm_machine *pm_machine_new(const pm_config *cfg, const uint64_t *bases, const ui
     m->tr = malloc(m->tcap * sizeof(pm_event));
     int ok = m->l1 && m->l2 && m->work_scale && m->st && m->pending && m->pcommit_wait
              && m->in_fixed_pb && m->wc
-             && m->ring && m->ring_start && m->ring_line && m->ring_idx && m->bank_free && m->rbase
+             && m->ring_arr && m->ring && m->ring_start && m->ring_line && m->ring_head
+             && m->ring_len && m->ring_gone && m->bank_s && m->bank_e && m->bank_head
+             && m->bank_len && m->bank_gone && m->bank_free && m->rbase
              && m->rend && m->rwords && m->tr && m->htm && m->sb_ring && m->sb_idx && m->sb_last
              && m->lag
              && m->lf_ring && m->lf_idx && m->pf_streams && m->pf_line
@@ -1961,10 +2058,18 @@ void pm_machine_free(pm_machine *m)
     free(m->wc);
     free(m->pcommit_wait);
     free(m->in_fixed_pb);
+    free(m->ring_arr);
     free(m->ring);
     free(m->ring_start);
     free(m->ring_line);
-    free(m->ring_idx);
+    free(m->ring_head);
+    free(m->ring_len);
+    free(m->ring_gone);
+    free(m->bank_s);
+    free(m->bank_e);
+    free(m->bank_head);
+    free(m->bank_len);
+    free(m->bank_gone);
     free(m->bank_free);
     free(m->sb_ring);
     free(m->sb_idx);
@@ -2031,7 +2136,6 @@ void pm_reset_volatile(pm_machine *m)
     memset(m->pcommit_wait, 0, (size_t)n * sizeof(double));
     memset(m->in_fixed_pb, 0, (size_t)n);
     memset(m->wc, 0, (size_t)n * sizeof(uint64_t));
-    memset(m->bank_free, 0, m->cfg.banks * sizeof(double));
     timing_reset(m);
     m->err = 0;
     for (int i = 0; i < n; i++) {

@@ -15,9 +15,11 @@ Rules, in brief (times in ns, each thread has its own clock):
   ``snoop_ns`` when another core's copy was involved. Loads cost their latency. Stores cost
   ``store_ns`` on an L1 hit and the access latency on a miss (read-for-ownership).
 * A dirty PM line written back (evicted from the LLC, flushed, or displaced by movnt) arrives
-  at the WPQ ``to_wpq_ns`` later. The WPQ holds the last ``wpq_entries`` inserts; an insert
-  waits for the entry inserted ``wpq_entries`` earlier to drain (FIFO slots). Draining takes
-  ``write_ns`` on bank ``line % banks``. An eviction that finds the WPQ full stalls its thread.
+  at the WPQ ``to_wpq_ns`` later. The WPQ has ``wpq_entries`` FIFO slots taken in order of
+  arrival (not of simulation: threads run up to a quantum apart): a write waits for the one
+  that arrived ``wpq_entries`` writes before it to drain. Draining takes ``write_ns`` on bank
+  ``line % banks``, in the bank's first idle gap. An eviction that finds the WPQ full stalls
+  its thread.
 * clwb/clflushopt write a dirty line back asynchronously: the next fence of the thread waits
   until the WPQ accepted it. clflush waits for it at once. movnt bypasses the caches like a
   flushed store. pcommit (PDOM-0 only) makes the next fence wait until the WPQ has drained.
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import math
 import operator
+from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
@@ -79,6 +82,15 @@ DIMMs), to weigh the threads writing to or reading from a DIMM (PyEngine._conten
 core's PM_WRITE_RING): at one DIMM's full rate, about the buffer's turnover time on the Optane
 presets; a thread accessing faster (over several DIMMs) has its share taken over its last
 WRITE_RING accesses of that kind in that time."""
+
+
+WPQ_LOOKBACK = 1024
+"""Writes each WPQ remembers beyond its own ``wpq_entries``, sorted by arrival (the C core's
+PM_WPQ_LOOKBACK): a write simulated late, up to a quantum behind the threads' writes that
+arrive after it, takes its place among them by arrival time (PyEngine._wpq_insert)."""
+BANK_RING = 128
+"""Busy intervals remembered per bank of the bank model (the C core's PM_BANK_RING): a write
+simulated late fills an idle gap among them (PyEngine._bank_fit)."""
 
 
 def pf_slots(distance: int) -> int:
@@ -289,11 +301,19 @@ class PyEngine(WideOps):
         self.pcommit_wait = [0.0] * cfg.cores  # drain time a fence must wait for (PDOM-0)
         self.in_fixed_pb = [False] * cfg.cores
         self.wc = [0] * cfg.cores  # line + 1 of the thread's open write-combining buffer, 0: none
-        n = cfg.pm.wpq_entries * max(1, cfg.pm.dimm.dimms)  # one WPQ per DIMM
-        self.wpq_ring = [0.0] * n  # completion time of the last inserts
-        self.wpq_start = [0.0] * n  # when each one's media write begins
-        self.wpq_line = [-1] * n  # the line each one writes
-        self.wpq_idx = [0] * max(1, cfg.pm.dimm.dimms)
+        nq = max(1, cfg.pm.dimm.dimms)  # one WPQ per DIMM
+        # each WPQ's last writes in order of arrival: arrival, completion, media write's start,
+        # line; and the completion of the last one forgotten
+        self.wpq_arr: list[list[float]] = [[] for _ in range(nq)]
+        self.wpq_done: list[list[float]] = [[] for _ in range(nq)]
+        self.wpq_start: list[list[float]] = [[] for _ in range(nq)]
+        self.wpq_line: list[list[int]] = [[] for _ in range(nq)]
+        self.wpq_gone = [0.0] * nq
+        # each bank's last busy intervals in time order (starts, ends), the latest end of those
+        # forgotten, and the latest end of all (what a pcommit drains)
+        self.bank_s: list[list[float]] = [[] for _ in range(cfg.pm.banks)]
+        self.bank_e: list[list[float]] = [[] for _ in range(cfg.pm.banks)]
+        self.bank_gone = [0.0] * cfg.pm.banks
         self.bank_free = [0.0] * cfg.pm.banks
         self._init_core(cfg)
         self._init_prefetch(cfg)
@@ -740,43 +760,72 @@ class PyEngine(WideOps):
     # -- memory system -------------------------------------------------------------------------
     def _wpq_insert(self, tid: int, arrive: float, line: int) -> tuple[float, float]:
         """Insert a line write into the WPQ; return when it was accepted and when its media
-        write is done. With ``pm.merge_writes``, a write to a line whose queued write has not
-        begun its media write merges into it (as gem5's memory controller merges a burst already
-        in its write queue): no entry, no media write, accepted on arrival, done with that
-        write. With the DIMM model the WPQ is per DIMM and 'done' is the DIMM's acceptance."""
+        write is done. The WPQ's ``wpq_entries`` slots are taken in order of arrival: a write
+        waits for the one that arrived ``wpq_entries`` writes before it to be done, whatever
+        order the threads were simulated in. With ``pm.merge_writes``, a write to a line whose
+        queued write has not begun its media write merges into it (as gem5's memory controller
+        merges a burst already in its write queue): no entry, no media write, accepted on
+        arrival, done with that write. With the DIMM model the WPQ is per DIMM and 'done' is
+        the DIMM's acceptance."""
         pm = self.cfg.pm
         n = pm.wpq_entries
         st = self.stats[tid]
         d = self._dimm_of(line) if self.dimm_on else 0
-        base = d * n
-        for i in range(base, base + n) if pm.merge_writes else ():
-            if self.wpq_line[i] == line and self.wpq_start[i] > arrive:
+        arr, dn = self.wpq_arr[d], self.wpq_done[d]
+        sts, lns = self.wpq_start[d], self.wpq_line[d]
+        p = bisect_right(arr, arrive)
+        lo = p - n if p > n else 0
+        for i in range(lo, p) if pm.merge_writes else ():
+            if lns[i] == line and sts[i] > arrive:
                 st["wpq_merged"] += 1
-                return arrive, self.wpq_ring[i]
-        slot = base + self.wpq_idx[d]
-        oldest = self.wpq_ring[slot]
+                return arrive, dn[i]
+        oldest = dn[p - n] if p >= n else self.wpq_gone[d]
         accept = arrive if arrive >= oldest else oldest
         if self.dimm_on:
             start, done = self._dimm_write(tid, d, line, accept, arrive)
         else:
-            bank = line % pm.banks
-            start = accept if accept >= self.bank_free[bank] else self.bank_free[bank]
+            start = self._bank_fit(line % pm.banks, accept)
             done = start + pm.write_ns
-            self.bank_free[bank] = done
-        self.wpq_ring[slot] = done
-        self.wpq_start[slot] = start
-        self.wpq_line[slot] = line
-        self.wpq_idx[d] = (self.wpq_idx[d] + 1) % n
+        arr.insert(p, arrive)
+        dn.insert(p, done)
+        sts.insert(p, start)
+        lns.insert(p, line)
         occ = 0
-        for i in range(base, base + n):
-            if self.wpq_ring[i] > accept:
+        for i in range(p + 1 - n if p + 1 > n else 0, p + 1):
+            if dn[i] > accept:
                 occ += 1
+        if len(arr) > n + WPQ_LOOKBACK:
+            self.wpq_gone[d] = dn[0]
+            del arr[0], dn[0], sts[0], lns[0]
         st["wpq_inserts"] += 1
         st["wpq_occ_sum"] += occ
         if occ > st["wpq_occ_max"]:
             st["wpq_occ_max"] = occ
         st["pm_write_bytes"] += LINE
         return accept, done
+
+    def _bank_fit(self, bank: int, t: float) -> float:
+        """Book ``write_ns`` of bank ``bank`` in its first idle gap at or after ``t``; return
+        when the write starts. Writes simulated late fill the gaps the others left."""
+        w = self.cfg.pm.write_ns
+        bs, be = self.bank_s[bank], self.bank_e[bank]
+        gone = self.bank_gone[bank]
+        s = t if t >= gone else gone
+        i = bisect_right(be, s)
+        while i < len(bs) and s + w > bs[i]:
+            if be[i] > s:
+                s = be[i]
+            i += 1
+        e = s + w
+        bs.insert(i, s)
+        be.insert(i, e)
+        if len(bs) > BANK_RING:
+            if be[0] > gone:
+                self.bank_gone[bank] = be[0]
+            del bs[0], be[0]
+        if e > self.bank_free[bank]:
+            self.bank_free[bank] = e
+        return s
 
     def _write_back_memory(self, tid: int, line: int, cause: int, t: float) -> float:
         """A dirty line leaves the caches at ``t``; return the WPQ acceptance time (0 for

@@ -504,6 +504,50 @@ def test_streams_contention_drawn(data: st.DataObject) -> None:
     assert_same(snapshot(cb), snapshot(py))
 
 
+def writers_a_quantum_apart(rng: np.random.Generator, cores: int, quanta: int,
+                            per: int) -> list[tuple]:
+    """Threads streaming PM writes a quantum at a time, in a random order each quantum: a
+    thread simulated later writes at earlier times than the writes already queued, so the WPQ
+    takes them out of order, and enough of them to outrun the WPQ's look-back and the banks'
+    rings (each thread cycles over its own lines; a random few rewrite a line, for merges)."""
+    out: list[tuple] = []
+    share = PM_LINES // cores
+    nxt = [0] * cores
+    for _ in range(quanta):
+        for tid in rng.permutation(cores).tolist():
+            for _ in range(per):
+                k = nxt[tid] - 1 if nxt[tid] and rng.random() < 0.1 else nxt[tid]
+                nxt[tid] = k + 1
+                a = PM_BASE + 64 * (tid * share + k % share)
+                if rng.random() < 0.5:
+                    out.append((ref.OP_NTSTORE, tid, a, tid, 0))
+                else:
+                    out += [(ref.OP_STORE, tid, a, tid, 0), (ref.OP_CLWB, tid, a, 0, 0)]
+                if rng.random() < 0.2:
+                    out.append((ref.OP_SFENCE, tid, 0, 0, 0))
+                if rng.random() < 0.3:
+                    out.append((ref.OP_WORK, tid, 0, 0, float(rng.integers(0, 400))))
+    return out
+
+
+@pytest.mark.parametrize("dimms", [0, 2])
+@pytest.mark.parametrize("merge", [False, True])
+def test_writes_simulated_out_of_order(dimms: int, merge: bool) -> None:
+    """The WPQ orders its slots by arrival and the banks fill their idle gaps, whatever order
+    the writes were simulated in: both engines agree call by call and in a batch, past the
+    look-back of every WPQ (reference.WPQ_LOOKBACK) and the ring of every bank."""
+    cfg = tiny(4, "pdom1", "modelled", merge, dimms=dimms, seed=11)
+    seq = writers_a_quantum_apart(np.random.default_rng(dimms + merge), 4, 120, 12)
+    assert sum(o[0] in (ref.OP_NTSTORE, ref.OP_CLWB) for o in seq) > 2 * (
+        cfg.pm.wpq_entries + ref.WPQ_LOOKBACK) * max(1, dimms)
+    py, c = PyEngine(cfg), c_engine(cfg)
+    assert [call(c, o) for o in seq] == [call(py, o) for o in seq]
+    assert_same(snapshot(c), snapshot(py))
+    cb = c_engine(cfg)
+    cb.run_batch(to_batch(seq))
+    assert_same(snapshot(cb), snapshot(py))
+
+
 @pytest.mark.parametrize("merge", [False, True])
 @pytest.mark.parametrize("domain", DOMAINS)
 @pytest.mark.parametrize("barrier", ["modelled", "fixed"])
