@@ -158,9 +158,11 @@ def test_volatile_queues_acknowledge_from_nvm() -> None:
     acknowledges at acceptance, earlier, with a drained re-write."""
     from pmsim import preset
 
-    # the bank model with slow NVM writes (500 ns, gem5's NVM_2400_1x64): an entry's NVM write
-    # ends well after its acceptance, so the two acknowledgement points are far apart
-    slow = preset("pdom0").replace(**{"pm.dimm.dimms": 0, "pm.write_ns": 500.0})
+    # the bank model with slow NVM writes (500 ns, gem5's NVM_2400_1x64) on one bank, so that
+    # the log's media port takes 500 ns per entry: an entry's NVM write ends well after its
+    # acceptance, and the two acknowledgement points are far apart (with 16 banks the port
+    # takes an entry per 31 ns, less than half the round trip)
+    slow = preset("pdom0").replace(**{"pm.dimm.dimms": 0, "pm.write_ns": 500.0, "pm.banks": 1})
 
     def run(rt: str) -> Session:
         s = Session.create(rt, "swap", txs=3, seed=5, config=slow)
