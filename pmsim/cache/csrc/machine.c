@@ -16,8 +16,8 @@
 
 enum { LINE_SHIFT = 6, LINE_BYTES = 64 };
 /* buckets of each DIMM calendar (reference.CAL_BUCKETS) */
-enum { PM_CAL_BUCKETS = 4096, PM_ALLOC_RING = 256, PM_WRITE_RING = 256, PM_WPQ_LOOKBACK = 1024,
-       PM_BANK_RING = 128 };
+enum { PM_CAL_BUCKETS = 4096, PM_ALLOC_RING = 256, PM_WRITE_RING = 256, PM_WPQ_LOOKBACK = 16384,
+       PM_BANK_RING = 4096, PM_TRIM = 8 };
 /* event kinds (pmsim.trace.Ev) */
 enum { EV_STORE = 1, EV_NTSTORE = 2, EV_RMW = 3, EV_CLFLUSH = 4, EV_CLFLUSHOPT = 5,
        EV_CLWB = 6, EV_SFENCE = 7, EV_MFENCE = 8, EV_PCOMMIT = 9, EV_WB = 10, EV_MARK = 11 };
@@ -96,7 +96,9 @@ struct pm_machine {
     uint64_t *ring_line; /* the line it writes */
     uint32_t *ring_head, *ring_len;
     double *ring_gone;   /* completion of the last one forgotten */
-    /* per bank (no DIMM model): its last busy intervals in time order, PM_BANK_RING + 1 */
+    /* per bank (no DIMM model): its last busy intervals in time order, PM_BANK_RING + 1
+       (both memories forget their oldest PM_WPQ_LOOKBACK / PM_TRIM or PM_BANK_RING / PM_TRIM
+       at once when full) */
     double *bank_s, *bank_e;
     uint32_t *bank_head, *bank_len;
     double *bank_gone;   /* latest end of those forgotten */
@@ -649,10 +651,11 @@ static double bank_fit(pm_machine *m, uint32_t bank, double t)
     be[BQ(i)] = e;
     len++;
     if (len > PM_BANK_RING) {
-        if (be[BQ(0)] > gone)
-            m->bank_gone[bank] = be[BQ(0)];
-        head = (head + 1) % S;
-        len--;
+        uint32_t k = len - PM_BANK_RING + PM_BANK_RING / PM_TRIM;
+        if (be[BQ(k - 1)] > gone)
+            m->bank_gone[bank] = be[BQ(k - 1)];
+        head = (head + k) % S;
+        len -= k;
     }
 #undef BQ
     m->bank_head[bank] = head;
@@ -719,9 +722,10 @@ static double wpq_insert(pm_machine *m, int tid, double arrive, uint64_t line, d
     for (uint32_t r = p + 1 > n ? p + 1 - n : 0; r <= p; r++)
         occ += m->ring[RQ(r)] > accept;
     if (len > cap) {
-        m->ring_gone[d] = m->ring[RQ(0)];
-        head = (head + 1) % S;
-        len--;
+        uint32_t k = len - cap + PM_WPQ_LOOKBACK / PM_TRIM;
+        m->ring_gone[d] = m->ring[RQ(k - 1)];
+        head = (head + k) % S;
+        len -= k;
     }
 #undef RQ
     m->ring_head[d] = head;

@@ -84,13 +84,18 @@ presets; a thread accessing faster (over several DIMMs) has its share taken over
 WRITE_RING accesses of that kind in that time."""
 
 
-WPQ_LOOKBACK = 1024
+WPQ_LOOKBACK = 16384
 """Writes each WPQ remembers beyond its own ``wpq_entries``, sorted by arrival (the C core's
-PM_WPQ_LOOKBACK): a write simulated late, up to a quantum behind the threads' writes that
-arrive after it, takes its place among them by arrival time (PyEngine._wpq_insert)."""
-BANK_RING = 128
+PM_WPQ_LOOKBACK): a write simulated late, behind the threads' writes that arrive after it,
+takes its place among them by arrival time (PyEngine._wpq_insert). Threads run up to a quantum
+apart, or a whole transaction where a runtime does not yield inside one (Proteus's 8,192-element
+transactions write about 2,300 lines each, so four threads' bursts meet in about 9,000)."""
+BANK_RING = 4096
 """Busy intervals remembered per bank of the bank model (the C core's PM_BANK_RING): a write
 simulated late fills an idle gap among them (PyEngine._bank_fit)."""
+TRIM = 8
+"""When a WPQ's or a bank's memory is full, the oldest 1 / TRIM of it is forgotten at once
+(both engines), so that forgetting costs little per write."""
 
 
 def pf_slots(distance: int) -> int:
@@ -795,8 +800,9 @@ class PyEngine(WideOps):
             if dn[i] > accept:
                 occ += 1
         if len(arr) > n + WPQ_LOOKBACK:
-            self.wpq_gone[d] = dn[0]
-            del arr[0], dn[0], sts[0], lns[0]
+            k = len(arr) - (n + WPQ_LOOKBACK) + WPQ_LOOKBACK // TRIM
+            self.wpq_gone[d] = dn[k - 1]
+            del arr[:k], dn[:k], sts[:k], lns[:k]
         st["wpq_inserts"] += 1
         st["wpq_occ_sum"] += occ
         if occ > st["wpq_occ_max"]:
@@ -820,9 +826,10 @@ class PyEngine(WideOps):
         bs.insert(i, s)
         be.insert(i, e)
         if len(bs) > BANK_RING:
-            if be[0] > gone:
-                self.bank_gone[bank] = be[0]
-            del bs[0], be[0]
+            k = len(bs) - BANK_RING + BANK_RING // TRIM
+            if be[k - 1] > gone:
+                self.bank_gone[bank] = be[k - 1]
+            del bs[:k], be[:k]
         if e > self.bank_free[bank]:
             self.bank_free[bank] = e
         return s

@@ -537,9 +537,10 @@ def test_writes_simulated_out_of_order(dimms: int, merge: bool) -> None:
     the writes were simulated in: both engines agree call by call and in a batch, past the
     look-back of every WPQ (reference.WPQ_LOOKBACK) and the ring of every bank."""
     cfg = tiny(4, "pdom1", "modelled", merge, dimms=dimms, seed=11)
-    seq = writers_a_quantum_apart(np.random.default_rng(dimms + merge), 4, 120, 12)
-    assert sum(o[0] in (ref.OP_NTSTORE, ref.OP_CLWB) for o in seq) > 2 * (
-        cfg.pm.wpq_entries + ref.WPQ_LOOKBACK) * max(1, dimms)
+    seq = writers_a_quantum_apart(np.random.default_rng(dimms + merge), 4, 1400, 12)
+    writes = sum(o[0] in (ref.OP_NTSTORE, ref.OP_CLWB) for o in seq)
+    assert writes > 1.5 * (cfg.pm.wpq_entries + ref.WPQ_LOOKBACK) * max(1, dimms)
+    assert dimms or writes > 2 * ref.BANK_RING * cfg.pm.banks
     py, c = PyEngine(cfg), c_engine(cfg)
     assert [call(c, o) for o in seq] == [call(py, o) for o in seq]
     assert_same(snapshot(c), snapshot(py))
