@@ -289,6 +289,16 @@ def assert_same(a: dict[str, Any], b: dict[str, Any]) -> None:
     assert np.array(a["clocks"]).tobytes() == np.array(b["clocks"]).tobytes(), (a["clocks"], b["clocks"])
 
 
+def engines_agree(cfg: MachineConfig, seq: list[tuple]) -> None:
+    """Both engines give the same results call by call, and the C engine the same in a batch."""
+    py, c = PyEngine(cfg), c_engine(cfg)
+    assert [call(c, o) for o in seq] == [call(py, o) for o in seq]
+    assert_same(snapshot(c), snapshot(py))
+    cb = c_engine(cfg)
+    cb.run_batch(to_batch(seq))
+    assert_same(snapshot(cb), snapshot(py))
+
+
 def prepare(cfg: MachineConfig, pokes: list[tuple[int, int]]) -> tuple[Any, Any]:
     engines = PyEngine(cfg), c_engine(cfg)
     for e in engines:
@@ -496,12 +506,7 @@ def test_streams_contention_drawn(data: st.DataObject) -> None:
     for reads in data.draw(st.lists(st.booleans(), min_size=1, max_size=4)):
         rounds = data.draw(st.integers(1, 6))
         seq += (media_line_readers if reads else media_line_writers)(rng, cores, rounds)
-    py, c = PyEngine(cfg), c_engine(cfg)
-    assert [call(c, o) for o in seq] == [call(py, o) for o in seq]
-    assert_same(snapshot(c), snapshot(py))
-    cb = c_engine(cfg)
-    cb.run_batch(to_batch(seq))
-    assert_same(snapshot(cb), snapshot(py))
+    engines_agree(cfg, seq)
 
 
 def writers_a_quantum_apart(rng: np.random.Generator, cores: int, quanta: int,
@@ -541,12 +546,7 @@ def test_writes_simulated_out_of_order(dimms: int, merge: bool) -> None:
     writes = sum(o[0] in (ref.OP_NTSTORE, ref.OP_CLWB) for o in seq)
     assert writes > 1.5 * (cfg.pm.wpq_entries + ref.WPQ_LOOKBACK) * max(1, dimms)
     assert dimms or writes > 2 * ref.BANK_RING * cfg.pm.banks
-    py, c = PyEngine(cfg), c_engine(cfg)
-    assert [call(c, o) for o in seq] == [call(py, o) for o in seq]
-    assert_same(snapshot(c), snapshot(py))
-    cb = c_engine(cfg)
-    cb.run_batch(to_batch(seq))
-    assert_same(snapshot(cb), snapshot(py))
+    engines_agree(cfg, seq)
 
 
 @pytest.mark.parametrize("merge", [False, True])
