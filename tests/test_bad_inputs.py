@@ -251,6 +251,8 @@ CLI = [
     table("meta-int", ["'meta' = 7", "mapping"], results(meta=7)),
     table("meta-field", ["meta.seconds", "'slow'", "number"],
           results(meta={**META, "seconds": "slow"})),
+    table("meta-only", ["meta.only", "'fig4'", "list of experiment names"],
+          results(meta={**META, "only": "fig4"})),
     table("papers-list", ["'papers'", "list", "mapping of paper name"], results(papers=[1])),
     table("paper-string", ["papers.marathe", "'abc'", "list of rows"],
           results(papers={"marathe": "abc"})),

@@ -403,7 +403,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             f"--out={args.out}"]
     doc["meta"] = {"command": shlex.join(argv), "version": __version__,
                    "backend": default_backend(), "scale": "quick" if args.quick else "full",
-                   "txs_scale": args.scale, "points": n, "seconds": secs,
+                   "txs_scale": args.scale, "only": list(only), "points": n, "seconds": secs,
                    "workers": _workers(sweep), "out": args.out}
     save_results(out, doc)
     md = _write(doc, out, not args.no_figures, args.markdown)
@@ -498,16 +498,19 @@ def _add_table(p: argparse.ArgumentParser) -> None:
     p.add_argument("--merge", metavar="OTHER", help="with --write: first fold the papers of "
                    "another `pmsim reproduce` run at the same scale (its directory or "
                    "results.json) into these results, replacing the same papers' rows and "
-                   "counterfactuals (and its unified comparison, if it has one), and save them "
-                   "(the report's header names both commands)")
+                   "counterfactuals (only the experiments it ran, if it ran with --only; and "
+                   "its unified comparison, if it has one), and save them (the report's "
+                   "header names both commands)")
 
 
 def merge_results(doc: dict[str, Any], other: Mapping[str, Any], where: str) -> list[str]:
     """Fold ``other``'s papers (rows and counterfactuals) and its unified comparison, if any,
     into ``doc`` in place, replacing the same papers and the comparison; the meta names the
     commands that made them (the other run's directory called OTHER) and counts the points
-    once. Returns what was merged. Both must be the same scale, pmsim version and engine: a
-    page mixes no scales."""
+    once. A run made with ``--only`` replaces only the experiments it ran (and their
+    counterfactuals), so one figure can be refreshed without rerunning its paper. Returns what
+    was merged. Both must be the same scale, pmsim version and engine: a page mixes no
+    scales."""
     m, mo = doc["meta"], other.get("meta", {})
     for key in ("scale", "txs_scale", "version", "backend"):
         if m.get(key) != mo.get(key):
@@ -522,19 +525,61 @@ def merge_results(doc: dict[str, Any], other: Mapping[str, Any], where: str) -> 
         m["points"] = (m["points"] - len((doc.get("unified") or {}).get("rows", []))
                        + len(other["unified"]["rows"]))
         doc["unified"] = other["unified"]
+    only = set(mo.get("only") or ())
+    merged = []
     for name in names:
-        m["points"] = m["points"] - len(doc["papers"].get(name, [])) + len(other["papers"][name])
-        doc["papers"][name] = other["papers"][name]
-        if name in other.get("explain", {}):
-            doc.setdefault("explain", {})[name] = other["explain"][name]
-        elif name in doc.get("explain", {}):
-            del doc["explain"][name]  # counterfactuals of the replaced rows would be stale
+        old_rows = doc["papers"].get(name, [])
+        ran = ({e.name for e in get_paper(name).experiments} & only
+               | {str(r.get("experiment")) for r in other["papers"][name]}) if only else None
+        rows = _fold(old_rows, other["papers"][name], ran, get_paper(name))
+        m["points"] = m["points"] - len(old_rows) + len(rows)
+        doc["papers"][name] = rows
+        ex = _fold_explain(doc.get("explain", {}).get(name), other.get("explain", {}).get(name),
+                           ran, get_paper(name))
+        if ex is None:
+            doc.get("explain", {}).pop(name, None)  # counterfactuals of replaced rows: stale
+        else:
+            doc.setdefault("explain", {})[name] = ex
+        merged.append(f"{name} ({', '.join(sorted(ran))})" if ran is not None else name)
+        if ran is not None:
+            split = [c.id for c in get_paper(name).claims
+                     if set(c.experiments) & ran and not set(c.experiments) <= ran]
+            if split:
+                print(f"# {name}: {', '.join(split)} read experiments both rerun and kept; "
+                      "their counterfactuals are dropped until their experiments are rerun "
+                      "together (--only with all of them)", file=sys.stderr)
     doc["papers"] = _in_registry_order(doc["papers"])
     cmd = str(mo.get("command", "?")).replace(f"--out={mo.get('out')}", "--out=OTHER")
     step = f"; {cmd}; pmsim table {m.get('out')} --merge OTHER --write"
     m["command"] = str(m["command"]).replace(step, "") + step  # a rerun supersedes its step
     m["seconds"] = float(m.get("seconds", 0.0)) + float(mo.get("seconds", 0.0))
-    return names + (["the unified comparison"] if other.get("unified") else [])
+    return merged + (["the unified comparison"] if other.get("unified") else [])
+
+
+def _fold(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]],
+          ran: set[str] | None, paper: Paper) -> list[Any]:
+    """``old`` rows with those of the experiments ``ran`` (all, if None) replaced by ``new``,
+    in the order a run saves them: by toggle (counterfactual rows), then by experiment."""
+    if ran is None:
+        return list(new)
+    order = {e.name: i for i, e in enumerate(paper.experiments)}
+    toggles = {t.name: i for i, t in enumerate(TOGGLES)}
+    rows = [r for r in old if r.get("experiment") not in ran] + list(new)
+    return sorted(rows, key=lambda r: (toggles.get(r.get("counterfactual"), -1),
+                                       order.get(r.get("experiment"), len(order))))
+
+
+def _fold_explain(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None,
+                  ran: set[str] | None, paper: Paper) -> dict[str, Any] | None:
+    """The saved counterfactuals after a merge: ``new``'s, plus (for an ``--only`` run) those
+    of ``old`` for the experiments it did not rerun; None where none are left."""
+    if ran is None:
+        return dict(new) if new is not None else None
+    kept = set((old or {}).get("experiments", ())) - ran
+    exps = sorted(kept | set((new or {}).get("experiments", ())))
+    rows = _fold((old or {}).get("rows", ()), (new or {}).get("rows", ()), ran, paper)
+    rows = [r for r in rows if r.get("experiment") in exps]
+    return {"experiments": exps, "rows": rows} if exps or new is not None else None
 
 
 def _cmd_table(args: argparse.Namespace) -> int:

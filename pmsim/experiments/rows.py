@@ -92,6 +92,10 @@ def check_results(doc: Any, path: str) -> None:
         if not _is_number(v) or not math.isfinite(v) or v < 0:
             raise ConfigError(f"{path!r}: meta.{k} = {v!r} ({_kind(v)}) must be a number >= 0"
                               f"{fix}")
+    only = meta.get("only", [])
+    if not isinstance(only, list) or not all(isinstance(x, str) for x in only):
+        raise ConfigError(f"{path!r}: meta.only = {_short(only)} ({_kind(only)}) must be a list "
+                          f"of experiment names{fix}")
     papers = doc.get("papers", {})
     if not isinstance(papers, Mapping):
         raise ConfigError(f"{path!r}: 'papers' = {_short(papers)} ({_kind(papers)}) must be a "

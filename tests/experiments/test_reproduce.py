@@ -97,6 +97,37 @@ def test_table_merge_folds_another_run_in(tiny, tmp_path, capsys) -> None:
     assert again == cmd  # the same rerun merged twice is named once
 
 
+def test_table_merge_of_an_only_run_replaces_its_experiments_alone(tiny, tmp_path,
+                                                                    capsys) -> None:
+    """A run made with --only (one figure refreshed) replaces that experiment's rows and
+    counterfactuals and keeps the rest of the paper, in the order a run saves them."""
+    _, out, _ = tiny
+    base, other = tmp_path / "base", tmp_path / "other"
+    doc = json.loads((out / "results.json").read_text())
+    rows = doc["papers"]["marathe"]
+    toggle = "prefetchers toggled"
+    doc["explain"] = {"marathe": {"experiments": ["alloc-x", "array-slot4"], "rows": [
+        {**r, "counterfactual": toggle, "origin": "o"} for r in rows]}}
+    base.mkdir()
+    (base / "results.json").write_text(json.dumps(doc))
+    fresh = [{**r, "throughput": 1.0} for r in rows if r["experiment"] == "alloc-x"]
+    new = {"meta": {**doc["meta"], "only": ["alloc-x"],
+                    "command": "pmsim reproduce marathe --quick --only=alloc-x --out=/x"},
+           "papers": {"marathe": fresh}, "explain": {"marathe": {"experiments": [], "rows": []}}}
+    other.mkdir()
+    (other / "results.json").write_text(json.dumps(new))
+    assert main(["table", str(base), "--merge", str(other), "--write"]) == 0
+    assert "marathe (alloc-x)" in capsys.readouterr().err
+    merged = json.loads((base / "results.json").read_text())
+    got = merged["papers"]["marathe"]
+    assert [r["experiment"] for r in got] == [r["experiment"] for r in rows]  # order kept
+    assert all((r["throughput"] == 1.0) == (r["experiment"] == "alloc-x") for r in got)
+    assert merged["meta"]["points"] == doc["meta"]["points"]
+    ex = merged["explain"]["marathe"]  # alloc-x now holds: its old counterfactuals go
+    assert ex["experiments"] == ["array-slot4"]
+    assert {r["experiment"] for r in ex["rows"]} == {"array-slot4"}
+
+
 @pytest.mark.parametrize("meta, msg", [({"scale": "full"}, "its scale is 'full'"),
                                        ({"version": "0.0.1"}, "its version")])
 def test_table_merge_refuses_another_scale_or_version(tiny, tmp_path, capsys, meta,
