@@ -13,8 +13,10 @@ order, whichever executor ran them:
 file, fsync, rename), to ``DIR/<fn module>.<fn qualname>/<key>.json``: the row, the point,
 the key, the pmsim version and the seed. A rerun, or a sweep resumed after an interruption,
 loads those and computes only the missing points. The key (:func:`point_key`) hashes the
-function's import name, the canonical JSON of the point and the pmsim version, so a new
-version recomputes everything. Rows are written and returned as plain JSON data, so a row
+function's import name, the canonical JSON of the point, the pmsim version and a digest of
+the code (:func:`code_fingerprint`: pmsim's and crashfuzz's sources, and the point function's
+own module), so a change to the code recomputes everything rather than mixing rows of two
+codes. Rows are written and returned as plain JSON data, so a row
 read back from the cache equals the row computed.
 
 A cached row is input like any other and is checked before it is used: the file must be
@@ -58,6 +60,7 @@ import contextlib
 import copy
 import ctypes
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -227,8 +230,37 @@ def _version() -> str:
     return str(pmsim.__version__)
 
 
+CODE_SUFFIXES = (".py", ".c", ".h")
+"""The files whose contents make up the code a cached row was computed by."""
+
+
+@functools.cache
+def _tree_digest(root: str) -> str:
+    """sha256 over the relative paths and contents of every code file below ``root``."""
+    h = hashlib.sha256()
+    base = Path(root)
+    for f in sorted(p for p in base.rglob("*") if p.suffix in CODE_SUFFIXES and p.is_file()):
+        h.update(str(f.relative_to(base)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def code_fingerprint(module: str | None = None) -> str:
+    """A digest of the code a point function runs: pmsim's and crashfuzz's sources (Python and
+    the C core's) and, for a point function defined outside them, its own module's file. Part
+    of every cache key, so that a cache never hands back rows computed by other code."""
+    import crashfuzz
+    import pmsim
+
+    parts = [_tree_digest(str(Path(m.__file__).parent)) for m in (pmsim, crashfuzz)]
+    src = getattr(sys.modules.get(module or ""), "__file__", None)
+    if module and src and module.split(".")[0] not in ("pmsim", "crashfuzz"):
+        parts.append(hashlib.sha256(Path(src).read_bytes()).hexdigest())
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()
+
+
 def _point_key(name: str, canonical_point: dict[str, Any]) -> str:
-    doc = {"fn": name, "point": canonical_point, "version": _version()}
+    doc = {"fn": name, "point": canonical_point, "version": _version(),
+           "code": code_fingerprint(name.split(":")[0])}
     return hashlib.sha256(_canonical(doc).encode()).hexdigest()
 
 
@@ -245,7 +277,8 @@ def _canonical_point(point: Any, where: str) -> dict[str, Any]:
 
 def point_key(fn: Callable[..., Any], point: Mapping[str, Any]) -> str:
     """The cache key of ``fn(point)``: sha256 over fn's ``module:qualname``, the canonical
-    JSON of the point (dataclass values resolved to dicts) and ``pmsim.__version__``."""
+    JSON of the point (dataclass values resolved to dicts), ``pmsim.__version__`` and
+    :func:`code_fingerprint`."""
     return _point_key(_fn_name(fn), _canonical_point(point, "point"))
 
 
@@ -720,7 +753,8 @@ def add_sweep_args(p: argparse.ArgumentParser) -> None:
                    help="run the points on Dask: 'local' starts a cluster on this machine, "
                         "tcp://HOST:PORT uses a running scheduler")
     g.add_argument("--cache", metavar="DIR",
-                   help="keep each finished point in DIR; a rerun computes only the missing ones")
+                   help="keep each finished point in DIR; a rerun computes only the missing ones "
+                        "(and all of them after a change to pmsim's code)")
     add_progress_arg(g)
 
 

@@ -160,6 +160,28 @@ def test_point_key_changes_with_the_version(monkeypatch: pytest.MonkeyPatch) -> 
     assert point_key(work, {"i": 1}) != k
 
 
+def test_point_key_changes_with_pmsims_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache never hands back rows computed by other code: the key digests the sources."""
+    k = point_key(work, {"i": 1})
+    assert point_key(work, {"i": 1}) == k
+    monkeypatch.setattr(sweep, "_tree_digest", lambda root: "edited " + root)
+    assert point_key(work, {"i": 1}) != k
+
+
+def test_point_key_changes_with_the_point_functions_module(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A researcher's own point function, edited, is recomputed too."""
+    src = tmp_path / "my_points.py"
+    src.write_text("def f(point):\n    return {'x': 1}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import my_points  # type: ignore[import-not-found]
+
+    k = point_key(my_points.f, {"i": 1})
+    src.write_text("def f(point):\n    return {'x': 2}\n")
+    assert point_key(my_points.f, {"i": 1}) != k
+    monkeypatch.delitem(sys.modules, "my_points")
+
+
 def test_cache_files_hold_row_point_key_version_and_seed(tmp_path: Path) -> None:
     d, cache = tmp_path / "calls", tmp_path / "cache"
     d.mkdir()
