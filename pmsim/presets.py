@@ -148,7 +148,8 @@ _PROTEUS = ("Proteus (Shin et al., MICRO'17) Table 1, MarssX86 + DRAMsim2: 4 cor
             "L3-MC transfer + 10-cycle MC accept = 56 cycles (16.5 ns). [A]: store and flush "
             "issue 1 cycle, fence 2 cycles. Core: out of order with Table 1's 56-entry StoreQ, "
             "10 fill buffers [A]; no hardware prefetcher (Table 1 lists none); no WPQ merging (the "
-            "paper and the card describe none)")
+            "paper and the card describe none); no DIMM model: NVM as DRAMsim2's banks of 64 B "
+            "lines (Table 1)")
 
 
 def _loc() -> MachineConfig:
@@ -222,7 +223,8 @@ PRESETS: dict[str, tuple[Callable[[], MachineConfig], str]] = {
                       "out-of-order Sandy Bridge-EP, PMEP's Xeon E5 (store buffer 36, 10 fill "
                       "buffers; Intel's optimization manual); L2 streamer and adjacent-line "
                       "prefetcher on (the card's 'prefetch for contiguous slots', §9.2); no WPQ "
-                      "merging (PMEP emulates PM in DRAM)"),
+                      "merging and no DIMM model: PM as banks of 64 B lines (PMEP emulates PM "
+                      "in DRAM)"),
     "marathe-pdom1": (lambda: _marathe("pdom1", 100.0), "as marathe-pdom2 with 100 ns barriers"),
     "marathe-pdom0": (lambda: _marathe("pdom0", 500.0), "as marathe-pdom2 with 500 ns barriers"),
     "proteus-marss": (lambda: _proteus(_ddr3_ns(29), _ddr3_ns(109)),
@@ -248,7 +250,8 @@ PRESETS: dict[str, tuple[Callable[[], MachineConfig], str]] = {
                     "application work per transaction, fitted to Volatile-STM (card §10.6). Core: "
                     "out-of-order Broadwell (store buffer 42, 10 fill buffers; Intel's "
                     "optimization manual); L2 streamer and adjacent-line prefetcher on (the "
-                    "Xeon default); no WPQ merging (PM is emulated in DRAM)"),
+                    "Xeon default); no WPQ merging and no DIMM model: PM as banks of 64 B lines "
+                    "(PM is emulated in DRAM)"),
     "nvhtm-xeon": (_nvhtm,
                    "NV-HTM (JPDC'19) §6: Xeon E5-2648L v4 at 1.8 GHz, 14 cores (L1 32 KB, L2 "
                    "256 KB, L3 35 MB per Intel's data sheet, modelled as 32 MB 16-way since "
@@ -261,14 +264,16 @@ PRESETS: dict[str, tuple[Callable[[], MachineConfig], str]] = {
                    "Core: "
                    "out-of-order Broadwell (store buffer 42, 10 fill buffers; Intel's "
                    "optimization manual); L2 streamer and adjacent-line prefetcher on; no WPQ "
-                   "merging (PM is emulated in DRAM)"),
+                   "merging and no DIMM model: PM as banks of 64 B lines (PM is emulated in "
+                   "DRAM)"),
     "loc-gem5": (_loc,
                  "LOC (ICCD'14) Table I, gem5 at 1 GHz: L1 32 KB 2-way 1 cycle; L2 256 KB 8-way "
                  "8 cycles; LLC 1 MB 16-way 21 cycles; memory 8 banks 168 ns; 4 cores [A]; a "
                  "write durable at device completion, not at WPQ acceptance (PDOM-0, card §10). "
                  "Core: in-order and blocking, no prefetcher (gem5's TimingSimpleCPU, as the "
                  "paper ran); the memory controller merges a write into a queued write of the "
-                 "same line (gem5's DRAM/NVM controller merges bursts in its write queue)"),
+                 "same line (gem5's DRAM/NVM controller merges bursts in its write queue); no DIMM "
+                 "model: PM as the table's 8 banks of 64 B lines"),
 }
 
 
