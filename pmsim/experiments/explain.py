@@ -25,7 +25,7 @@ from typing import Any
 from ..config import MachineConfig
 from ..presets import preset
 from .claims import Paper, Rows, get_paper, measure, run_points, scoreboard
-from .sweep import point_key
+from .sweep import point_identity
 
 COMPONENTS: tuple[tuple[str, str], ...] = (
     ("work_ns_per_tx", "compute"), ("barrier_stall_ns_per_tx", "barrier stalls"),
@@ -176,7 +176,7 @@ def _toggled(points: Sequence[Mapping[str, Any]], t: Toggle) -> list[dict[str, A
 def ident(point: Mapping[str, Any]) -> str:
     """A point's identity, as the counterfactuals of it name it: a digest of the whole point,
     so that a cached counterfactual stays valid when other experiments are added or removed."""
-    return point_key(ident, point)[:24]
+    return point_identity(ident, point)[:24]
 
 
 def _origin(row: Mapping[str, Any], points: Sequence[Mapping[str, Any]]) -> str:

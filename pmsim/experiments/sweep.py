@@ -60,7 +60,6 @@ import contextlib
 import copy
 import ctypes
 import dataclasses
-import functools
 import hashlib
 import json
 import os
@@ -234,7 +233,6 @@ CODE_SUFFIXES = (".py", ".c", ".h")
 """The files whose contents make up the code a cached row was computed by."""
 
 
-@functools.cache
 def _tree_digest(root: str) -> str:
     """sha256 over the relative paths and contents of every code file below ``root``."""
     h = hashlib.sha256()
@@ -258,9 +256,13 @@ def code_fingerprint(module: str | None = None) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()
 
 
-def _point_key(name: str, canonical_point: dict[str, Any]) -> str:
-    doc = {"fn": name, "point": canonical_point, "version": _version(),
-           "code": code_fingerprint(name.split(":")[0])}
+def _point_key(name: str, canonical_point: dict[str, Any], code: str | None) -> str:
+    """The key of a point; ``code``: :func:`code_fingerprint` of the function's module, read
+    once per sweep (the files as they are when the sweep starts), or None for
+    :func:`point_identity`."""
+    doc = {"fn": name, "point": canonical_point, "version": _version()}
+    if code is not None:
+        doc["code"] = code
     return hashlib.sha256(_canonical(doc).encode()).hexdigest()
 
 
@@ -279,7 +281,15 @@ def point_key(fn: Callable[..., Any], point: Mapping[str, Any]) -> str:
     """The cache key of ``fn(point)``: sha256 over fn's ``module:qualname``, the canonical
     JSON of the point (dataclass values resolved to dicts), ``pmsim.__version__`` and
     :func:`code_fingerprint`."""
-    return _point_key(_fn_name(fn), _canonical_point(point, "point"))
+    name = _fn_name(fn)
+    return _point_key(name, _canonical_point(point, "point"),
+                      code_fingerprint(name.split(":")[0]))
+
+
+def point_identity(fn: Callable[..., Any], point: Mapping[str, Any]) -> str:
+    """A digest of ``fn(point)`` that, unlike :func:`point_key`, does not change with the code:
+    for naming a point in saved results that later code re-reads."""
+    return _point_key(_fn_name(fn), _canonical_point(point, "point"), None)
 
 
 def without_wall_clock(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -671,7 +681,8 @@ def run_sweep(fn: PointFn, points: Sequence[Mapping[str, Any]], *,
                           "worker died)")
     check_jobs(jobs)
     spec = _executor_spec(executor, jobs)
-    keys = [_point_key(name, c) for c in canon]
+    code = code_fingerprint(name.split(":")[0])
+    keys = [_point_key(name, c, code) for c in canon]
     cache_dir = _cache_dir(cache, name) if cache is not None else None
     with Progress(len(set(keys)), label, "pt", enabled=progress) as bar:
         sw = _Sweep(fn, name, label, [dict(p) for p in given], canon, keys, cache_dir, bar)

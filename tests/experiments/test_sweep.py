@@ -164,8 +164,10 @@ def test_point_key_changes_with_pmsims_code(monkeypatch: pytest.MonkeyPatch) -> 
     """A cache never hands back rows computed by other code: the key digests the sources."""
     k = point_key(work, {"i": 1})
     assert point_key(work, {"i": 1}) == k
+    ident = sweep.point_identity(work, {"i": 1})
     monkeypatch.setattr(sweep, "_tree_digest", lambda root: "edited " + root)
     assert point_key(work, {"i": 1}) != k
+    assert sweep.point_identity(work, {"i": 1}) == ident  # names in saved results stay valid
 
 
 def test_point_key_changes_with_the_point_functions_module(tmp_path: Path,
