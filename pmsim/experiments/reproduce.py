@@ -531,6 +531,8 @@ def merge_results(doc: dict[str, Any], other: Mapping[str, Any], where: str) -> 
         old_rows = doc["papers"].get(name, [])
         ran = ({e.name for e in get_paper(name).experiments} & only
                | {str(r.get("experiment")) for r in other["papers"][name]}) if only else None
+        if ran == set():
+            continue  # a paper of which the --only run ran nothing
         rows = _fold(old_rows, other["papers"][name], ran, get_paper(name))
         m["points"] = m["points"] - len(old_rows) + len(rows)
         doc["papers"][name] = rows
