@@ -29,6 +29,7 @@ def test_reproduce_writes_everything(tiny, capsys) -> None:
     rows = doc["papers"]["marathe"]
     assert {r["experiment"] for r in rows} == {"array-slot4", "alloc-x"}
     assert doc["meta"]["scale"] == "quick" and "--quick" in doc["meta"]["command"]
+    assert doc["meta"]["only"] == ["array-slot4", "alloc-x"]  # what a merge replaces
     for name in ("scoreboard-marathe.md", "scoreboard-marathe.csv", "scoreboard-marathe.tex",
                  "marathe-array-slot4.md", "marathe-alloc-x.tex", "rows-marathe.csv",
                  "figures/fig5-array-slot4.png", "figures/fig5-array-slot4.pdf",
