@@ -528,23 +528,23 @@ def merge_results(doc: dict[str, Any], other: Mapping[str, Any], where: str) -> 
     only = set(mo.get("only") or ())
     merged = []
     for name in names:
-        old_rows = doc["papers"].get(name, [])
-        ran = ({e.name for e in get_paper(name).experiments} & only
+        paper, old_rows = get_paper(name), doc["papers"].get(name, [])
+        ran = ({e.name for e in paper.experiments} & only
                | {str(r.get("experiment")) for r in other["papers"][name]}) if only else None
         if ran == set():
             continue  # a paper of which the --only run ran nothing
-        rows = _fold(old_rows, other["papers"][name], ran, get_paper(name))
+        rows = _fold(old_rows, other["papers"][name], ran, paper)
         m["points"] = m["points"] - len(old_rows) + len(rows)
         doc["papers"][name] = rows
         ex = _fold_explain(doc.get("explain", {}).get(name), other.get("explain", {}).get(name),
-                           ran, get_paper(name))
+                           ran, paper)
         if ex is None:
             doc.get("explain", {}).pop(name, None)  # counterfactuals of replaced rows: stale
         else:
             doc.setdefault("explain", {})[name] = ex
         merged.append(f"{name} ({', '.join(sorted(ran))})" if ran is not None else name)
         if ran is not None:
-            split = [c.id for c in get_paper(name).claims
+            split = [c.id for c in paper.claims
                      if set(c.experiments) & ran and not set(c.experiments) <= ran]
             if split:
                 print(f"# {name}: {', '.join(split)} read experiments both rerun and kept; "
