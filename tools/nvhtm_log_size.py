@@ -15,6 +15,7 @@ import argparse
 from typing import Any
 
 from pmsim.experiments.claims import get_paper, measure
+from pmsim.experiments.explain import lengthened
 
 
 def point(runtime: str, log: str, threads: int, factor: int) -> dict[str, Any]:
@@ -24,9 +25,8 @@ def point(runtime: str, log: str, threads: int, factor: int) -> dict[str, Any]:
            if p["threads"] == threads and p["runtime"] == runtime]
     if not pts:
         raise SystemExit(f"fig4-low has no {runtime} point at {threads} threads")
-    p = dict((min if log == "small" else max)(pts, key=lambda q: q["options"]["log_slots"]))
-    opts = dict(p["options"], log_slots=p["options"]["log_slots"] * factor)
-    return {**p, "txs": p["txs"] * factor, "warmup": p["warmup"] * factor, "options": opts}
+    p = (min if log == "small" else max)(pts, key=lambda q: q["options"]["log_slots"])
+    return {**p, **(lengthened(p, factor) or {})}
 
 
 def main() -> None:

@@ -89,10 +89,11 @@ LONGER = 10
 """How many times longer the "runs 10x longer" counterfactual makes a run and its logs."""
 
 
-def _longer(point: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A point with a log (a ``log_slots`` option) of an experiment that allows it
-    (``Experiment.longer_runs``): its transactions, warm-up and log ten times larger, so the
-    log holds ten times as many transactions in a run as long in proportion; None for others."""
+def lengthened(point: Mapping[str, Any], factor: int = LONGER) -> dict[str, Any] | None:
+    """The fields that make a point with a log (a ``log_slots`` option) of an experiment that
+    allows it (``Experiment.longer_runs``) ``factor`` times longer: its transactions, warm-up
+    and log, so the log holds ``factor`` times as many transactions in a run as long in
+    proportion; None for others."""
     opts = dict(point.get("options") or {})
     if "log_slots" not in opts or not point.get("paper"):
         return None
@@ -100,8 +101,8 @@ def _longer(point: Mapping[str, Any]) -> dict[str, Any] | None:
     exp = exps.get(str(point.get("experiment")))
     if exp is None or not exp.longer_runs:
         return None
-    opts["log_slots"] = int(opts["log_slots"]) * LONGER
-    return {"txs": int(point["txs"]) * LONGER, "warmup": int(point["warmup"]) * LONGER,
+    opts["log_slots"] = int(opts["log_slots"]) * factor
+    return {"txs": int(point["txs"]) * factor, "warmup": int(point["warmup"]) * factor,
             "options": opts}
 
 
@@ -137,7 +138,7 @@ TOGGLES: tuple[Toggle, ...] = (
     Toggle(f"runs {LONGER}x longer", f"transactions, warm-up and log sizes {LONGER} times "
            "larger, where an experiment allows it (NV-HTM's Fig. 4: its logs, sized to the run, "
            "then hold ten times as many transactions, nearer the paper's 40 MB)",
-           lambda c: True, lambda c: {}, reshape=_longer),
+           lambda c: True, lambda c: {}, reshape=lengthened),
 )
 
 
